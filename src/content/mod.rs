@@ -1,0 +1,206 @@
+//! The content model: an immutable, in-memory registry built once from (path, bytes) pairs that
+//! hold OCI image layouts, and looked up by validated names, tags and digests.
+//!
+//! How content flows through it:
+//! 1. `Registry::from_files` takes every file (the binary passes what rust-embed compiled in;
+//!    tests pass anything). A folder holding an `oci-layout` file is one repository, named by its
+//!    path (`charts/hello/oci-layout` -> `charts/hello`).
+//! 2. `load` reads each layout's `index.json`, follows every manifest (indexes recursively),
+//!    checks that each referenced blob is present with the descriptor's size and that its bytes
+//!    have the digest they are stored under, and records tags and referrers. Any problem is a
+//!    `LoadError` naming the file: the registry refuses to exist rather than serve wrong bytes.
+//! 3. Requests look up `Registry::repository`, then `Repository::manifest` / `blob` / `tags` /
+//!    `referrers`: hash-map lookups returning the stored bytes (`Bytes`, zero-copy for embedded
+//!    `&'static` data). Misses are `Error::NameUnknown` / `ManifestUnknown` / `BlobUnknown`.
+//!
+//! No HTTP types live here; `http` maps `Error` to statuses and codes.
+
+mod load;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use crate::oci::layout::Descriptor;
+use crate::oci::{Digest, Reference, RepositoryName};
+
+pub use load::{LoadError, Problem};
+
+/// One input file: its path relative to the content root (with `/` separators), its bytes, and
+/// its sha256 when already known (rust-embed computes it at build time), so that start-up need
+/// not hash anything.
+#[derive(Debug, Clone)]
+pub struct ContentFile {
+    pub path: String,
+    pub data: Bytes,
+    pub sha256: Option<[u8; 32]>,
+}
+
+impl ContentFile {
+    /// A file whose digest will be computed when the registry is built.
+    pub fn new(path: impl Into<String>, data: impl Into<Bytes>) -> Self {
+        ContentFile {
+            path: path.into(),
+            data: data.into(),
+            sha256: None,
+        }
+    }
+}
+
+/// A lookup that found nothing.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    #[error("repository `{0}` is not known to this registry")]
+    NameUnknown(RepositoryName),
+    #[error("manifest `{reference}` is not known in repository `{name}`")]
+    ManifestUnknown { name: String, reference: String },
+    #[error("blob `{digest}` is not known in repository `{name}`")]
+    BlobUnknown { name: String, digest: Digest },
+}
+
+/// A manifest as stored: exact bytes, the media type its descriptor gave, its digest.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub media_type: String,
+    pub digest: Digest,
+    pub data: Bytes,
+}
+
+/// A blob as stored.
+#[derive(Debug, Clone)]
+pub struct Blob {
+    pub digest: Digest,
+    pub data: Bytes,
+}
+
+/// One repository: its tags, manifests, the blobs its manifests reference, and referrers.
+#[derive(Debug, Default)]
+pub struct Repository {
+    name: String,
+    tags: HashMap<String, Digest>,
+    /// Tag names in byte order, as the tags list returns them.
+    sorted_tags: Vec<String>,
+    manifests: HashMap<Digest, Manifest>,
+    blobs: HashMap<Digest, Blob>,
+    /// Descriptors of the manifests whose `subject` is the key, ordered by digest.
+    referrers: HashMap<Digest, Vec<Descriptor>>,
+}
+
+impl Repository {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The manifest a tag points at, or the manifest with a digest.
+    pub fn manifest(&self, reference: &Reference) -> Result<&Manifest, Error> {
+        let found = match reference {
+            Reference::Tag(tag) => self
+                .tags
+                .get(tag.as_str())
+                .and_then(|digest| self.manifests.get(digest)),
+            Reference::Digest(digest) => self.manifests.get(digest),
+        };
+        found.ok_or_else(|| Error::ManifestUnknown {
+            name: self.name.clone(),
+            reference: reference.to_string(),
+        })
+    }
+
+    /// A blob referenced by one of this repository's manifests.
+    pub fn blob(&self, digest: &Digest) -> Result<&Blob, Error> {
+        self.blobs.get(digest).ok_or_else(|| Error::BlobUnknown {
+            name: self.name.clone(),
+            digest: digest.clone(),
+        })
+    }
+
+    /// Every tag, sorted by byte order.
+    pub fn tags(&self) -> &[String] {
+        &self.sorted_tags
+    }
+
+    /// The digest a tag points at.
+    pub fn tag_digest(&self, tag: &str) -> Option<&Digest> {
+        self.tags.get(tag)
+    }
+
+    /// Descriptors of the manifests that name `subject` as their subject, optionally only
+    /// those of one artifact type. An unknown subject has no referrers.
+    pub fn referrers<'a>(
+        &'a self,
+        subject: &Digest,
+        artifact_type: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Descriptor> + 'a {
+        self.referrers
+            .get(subject)
+            .into_iter()
+            .flatten()
+            .filter(move |d| artifact_type.is_none() || d.artifact_type.as_deref() == artifact_type)
+    }
+
+    /// Bytes a client downloads to pull the manifest `digest`: the manifest and every blob
+    /// and child manifest it references.
+    pub fn pull_size(&self, digest: &Digest) -> u64 {
+        let Some(manifest) = self.manifests.get(digest) else {
+            return 0;
+        };
+        let own = manifest.data.len() as u64;
+        let referenced: u64 = load::references(manifest)
+            .map(|d| {
+                if self.manifests.contains_key(&d.digest) {
+                    self.pull_size(&d.digest)
+                } else {
+                    d.size
+                }
+            })
+            .sum();
+        own + referenced
+    }
+}
+
+/// Counts for the start-up log line and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub repositories: usize,
+    pub tags: usize,
+    pub manifests: usize,
+    pub blobs: usize,
+    /// Bytes of distinct manifests and blobs.
+    pub bytes: u64,
+}
+
+/// The whole registry: immutable once built.
+#[derive(Debug, Default)]
+pub struct Registry {
+    repositories: HashMap<String, Repository>,
+    /// Repository names, sorted by byte order, as the catalog returns them.
+    catalog: Vec<String>,
+    summary: Summary,
+}
+
+impl Registry {
+    /// Builds and checks the registry from every file of the content root.
+    pub fn from_files(files: impl IntoIterator<Item = ContentFile>) -> Result<Self, LoadError> {
+        load::registry(files)
+    }
+
+    pub fn repository(&self, name: &RepositoryName) -> Result<&Repository, Error> {
+        self.repositories
+            .get(name.as_str())
+            .ok_or_else(|| Error::NameUnknown(name.clone()))
+    }
+
+    /// Every repository name, sorted by byte order.
+    pub fn catalog(&self) -> &[String] {
+        &self.catalog
+    }
+
+    /// Repositories in catalog order.
+    pub fn repositories(&self) -> impl Iterator<Item = &Repository> {
+        self.catalog.iter().filter_map(|n| self.repositories.get(n))
+    }
+
+    pub fn summary(&self) -> Summary {
+        self.summary
+    }
+}

@@ -1,0 +1,135 @@
+//! The HTTP layer's one error type: every failure a request can meet, mapped once to a status
+//! and an OCI error code, and serialised as the distribution spec's JSON envelope
+//! `{"errors":[{"code":…,"message":…,"detail":…}]}`.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::content;
+use crate::oci::{DigestError, NameError, ReferenceError};
+
+/// Error codes of the OCI distribution spec, plus `PAGINATION_NUMBER_INVALID` and
+/// `RANGE_INVALID` from CNCF distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// Blob unknown to registry.
+    BlobUnknown,
+    /// Provided digest did not match uploaded content (or is not a valid digest).
+    DigestInvalid,
+    /// Manifest unknown to registry.
+    ManifestUnknown,
+    /// Invalid repository name.
+    NameInvalid,
+    /// Repository name not known to registry.
+    NameUnknown,
+    /// The operation is unsupported.
+    Unsupported,
+    /// Invalid number of results requested (`n`).
+    PaginationNumberInvalid,
+    /// The requested range cannot be satisfied.
+    RangeInvalid,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Content(#[from] content::Error),
+    #[error("invalid repository name: {0}")]
+    NameInvalid(#[from] NameError),
+    #[error("invalid digest: {0}")]
+    DigestInvalid(#[from] DigestError),
+    /// A tag that cannot exist is an unknown manifest (the conformance suite expects 404).
+    #[error("manifest unknown: {0}")]
+    TagInvalid(crate::oci::TagError),
+    #[error("invalid pagination: {0}")]
+    Pagination(String),
+    #[error("range not satisfiable for a blob of {size} bytes")]
+    RangeNotSatisfiable { size: u64 },
+    #[error("this registry is read-only: {0} is not supported")]
+    MethodNotAllowed(String),
+    #[error("no such endpoint: {0}")]
+    NoRoute(String),
+}
+
+impl From<ReferenceError> for ApiError {
+    fn from(e: ReferenceError) -> Self {
+        match e {
+            ReferenceError::Tag(t) => ApiError::TagInvalid(t),
+            ReferenceError::Digest(d) => ApiError::DigestInvalid(d),
+        }
+    }
+}
+
+impl ApiError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ApiError::Content(content::Error::NameUnknown(_)) => ErrorCode::NameUnknown,
+            ApiError::Content(content::Error::ManifestUnknown { .. }) => ErrorCode::ManifestUnknown,
+            ApiError::Content(content::Error::BlobUnknown { .. }) => ErrorCode::BlobUnknown,
+            ApiError::NameInvalid(_) => ErrorCode::NameInvalid,
+            ApiError::DigestInvalid(_) => ErrorCode::DigestInvalid,
+            ApiError::TagInvalid(_) => ErrorCode::ManifestUnknown,
+            ApiError::Pagination(_) => ErrorCode::PaginationNumberInvalid,
+            ApiError::RangeNotSatisfiable { .. } => ErrorCode::RangeInvalid,
+            ApiError::MethodNotAllowed(_) | ApiError::NoRoute(_) => ErrorCode::Unsupported,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    errors: [Info<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct Info<'a> {
+    code: ErrorCode,
+    message: &'a str,
+}
+
+/// What `Allow` says on a 405.
+pub const ALLOWED_METHODS: &str = "GET, HEAD";
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::Content(_) | ApiError::TagInvalid(_) | ApiError::NoRoute(_) => {
+                StatusCode::NOT_FOUND
+            }
+            ApiError::NameInvalid(_) | ApiError::DigestInvalid(_) | ApiError::Pagination(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let message = self.to_string();
+        let body = Envelope {
+            errors: [Info {
+                code: self.code(),
+                message: &message,
+            }],
+        };
+        let mut response = HttpResponse::build(self.status_code());
+        response.insert_header((
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ));
+        match self {
+            ApiError::MethodNotAllowed(_) => {
+                response.insert_header((header::ALLOW, HeaderValue::from_static(ALLOWED_METHODS)));
+            }
+            ApiError::RangeNotSatisfiable { size } => {
+                response.insert_header((header::CONTENT_RANGE, format!("bytes */{size}")));
+            }
+            _ => {}
+        }
+        // Serialising two strings and an enum cannot fail.
+        response.body(serde_json::to_vec(&body).unwrap_or_default())
+    }
+}

@@ -1,0 +1,106 @@
+//! `n` / `last` pagination of tags lists and the catalog, with the relative `Link` header to the
+//! next page.
+//!
+//! Rules (OCI distribution spec and what crane, oras and Helm send): without `n` the whole rest
+//! of the list comes back; `n=0` gives an empty list; `last` is exclusive and an empty `last=`
+//! means absent; a `Link` is sent only when more entries follow, so it never points at an empty
+//! page.
+
+use serde::Deserialize;
+
+/// Validated pagination parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    pub n: Option<usize>,
+    pub last: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Raw {
+    n: Option<String>,
+    last: Option<String>,
+}
+
+impl Page {
+    /// Parses a query string such as `n=10&last=1.0.0`.
+    pub fn parse(query: &str) -> Result<Page, String> {
+        let raw: Raw = serde_urlencoded::from_str(query).map_err(|e| e.to_string())?;
+        let n = match raw.n.as_deref() {
+            None => None,
+            Some(n) => Some(
+                n.parse::<usize>()
+                    .map_err(|_| format!("`n` must be a non-negative whole number, not `{n}`"))?,
+            ),
+        };
+        let last = raw.last.filter(|l| !l.is_empty());
+        Ok(Page { n, last })
+    }
+
+    /// The entries of `items` (sorted) this page holds, and whether more follow.
+    pub fn apply<'a>(&self, items: &'a [String]) -> (&'a [String], bool) {
+        let start = match &self.last {
+            Some(last) => items.partition_point(|item| item.as_str() <= last.as_str()),
+            None => 0,
+        };
+        let rest = &items[start..];
+        match self.n {
+            Some(n) if n < rest.len() => (&rest[..n], n > 0),
+            _ => (rest, false),
+        }
+    }
+}
+
+/// The `Link` header value for the page after one ending with `last`.
+pub fn next_link(path: &str, n: usize, last: &str) -> String {
+    format!("<{path}?n={n}&last={last}>; rel=\"next\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn items() -> Vec<String> {
+        ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect()
+    }
+
+    #[rstest]
+    #[case::nothing("", &["a", "b", "c", "d"], false)]
+    #[case::first_two("n=2", &["a", "b"], true)]
+    #[case::exactly_all("n=4", &["a", "b", "c", "d"], false)]
+    #[case::more_than_all("n=100", &["a", "b", "c", "d"], false)]
+    #[case::zero("n=0", &[], false)]
+    #[case::after_b("last=b", &["c", "d"], false)]
+    #[case::after_b_one("n=1&last=b", &["c"], true)]
+    #[case::after_last("n=1&last=c", &["d"], false)]
+    #[case::past_end("last=zzz", &[], false)]
+    #[case::between("last=bb", &["c", "d"], false)]
+    #[case::empty_last("n=2&last=", &["a", "b"], true)]
+    #[case::before_start("last=0", &["a", "b", "c", "d"], false)]
+    fn pages(#[case] query: &str, #[case] expected: &[&str], #[case] more: bool) {
+        let items = items();
+        let page = Page::parse(query).unwrap();
+        let (got, has_more) = page.apply(&items);
+        assert_eq!(got, expected);
+        assert_eq!(has_more, more);
+    }
+
+    #[rstest]
+    #[case("n=-1")]
+    #[case("n=abc")]
+    #[case("n=")]
+    #[case("n=1.5")]
+    #[case("n=99999999999999999999999999")]
+    #[case("n=1&n=2")]
+    fn bad_n(#[case] query: &str) {
+        assert!(Page::parse(query).is_err(), "{query}");
+    }
+
+    #[test]
+    fn link_is_relative() {
+        assert_eq!(
+            next_link("/v2/charts/hello/tags/list", 2, "0.2.0"),
+            "</v2/charts/hello/tags/list?n=2&last=0.2.0>; rel=\"next\""
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! Content digests: `algorithm:encoded`, validated against the OCI grammar, with the
+//! registered algorithms (sha256, sha512) held to their exact lowercase-hex length.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::{Digest as _, Sha256};
+
+/// A syntactically valid digest such as `sha256:6c3c…`. Only sha256 content is ever stored,
+/// but any valid digest can be asked for (and is then simply unknown).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Digest(String);
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DigestError {
+    #[error("a digest is `algorithm:encoded`; `{0}` has no `:`")]
+    MissingSeparator(String),
+    #[error("invalid digest algorithm `{0}`")]
+    InvalidAlgorithm(String),
+    #[error("invalid encoded part `{0}` for a digest")]
+    InvalidEncoded(String),
+    #[error("a {algorithm} digest is {expected} lowercase hex characters; got `{encoded}`")]
+    InvalidHex {
+        algorithm: &'static str,
+        expected: usize,
+        encoded: String,
+    },
+}
+
+impl Digest {
+    /// The sha256 digest of `data`.
+    pub fn sha256_of(data: &[u8]) -> Self {
+        Self::from_sha256(Sha256::digest(data).into())
+    }
+
+    /// The digest for a known sha256 value.
+    pub fn from_sha256(hash: [u8; 32]) -> Self {
+        Digest(format!("sha256:{}", hex::encode(hash)))
+    }
+
+    pub fn algorithm(&self) -> &str {
+        self.0.split_once(':').map_or("", |(a, _)| a)
+    }
+
+    pub fn encoded(&self) -> &str {
+        self.0.split_once(':').map_or("", |(_, e)| e)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `[a-z0-9]+([+._-][a-z0-9]+)*`
+fn valid_algorithm(s: &str) -> bool {
+    s.split(['+', '.', '_', '-']).all(|part| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    })
+}
+
+fn lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+impl FromStr for Digest {
+    type Err = DigestError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (algorithm, encoded) = s
+            .split_once(':')
+            .ok_or_else(|| DigestError::MissingSeparator(s.to_owned()))?;
+        if !valid_algorithm(algorithm) {
+            return Err(DigestError::InvalidAlgorithm(algorithm.to_owned()));
+        }
+        if encoded.is_empty()
+            || !encoded
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'_' | b'-'))
+        {
+            return Err(DigestError::InvalidEncoded(encoded.to_owned()));
+        }
+        let expected = match algorithm {
+            "sha256" => Some(("sha256", 64)),
+            "sha512" => Some(("sha512", 128)),
+            _ => None,
+        };
+        if let Some((algorithm, expected)) = expected
+            && !lower_hex(encoded, expected)
+        {
+            return Err(DigestError::InvalidHex {
+                algorithm,
+                expected,
+                encoded: encoded.to_owned(),
+            });
+        }
+        Ok(Digest(s.to_owned()))
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl serde::Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    const HEX64: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    #[rstest]
+    #[case::sha256(&format!("sha256:{HEX64}"))]
+    #[case::sha512(&format!("sha512:{}", "0".repeat(128)))]
+    #[case::other_algorithm("multihash+base58:QmRZxt2b1FVZPNqd8hsiykDL3TdBDeTSPX9Kv46HmX4Gx8")]
+    #[case::separators("a.b_c-d+e:x=y_z-1")]
+    fn valid(#[case] s: &str) {
+        let d: Digest = s.parse().unwrap();
+        assert_eq!(d.as_str(), s);
+        assert_eq!(format!("{}:{}", d.algorithm(), d.encoded()), s);
+    }
+
+    #[rstest]
+    #[case::empty("")]
+    #[case::no_colon("sha256")]
+    #[case::empty_algorithm(&format!(":{HEX64}"))]
+    #[case::upper_algorithm(&format!("SHA256:{HEX64}"))]
+    #[case::trailing_separator(&format!("sha256+:{HEX64}"))]
+    #[case::empty_encoded("sha256:")]
+    #[case::short_hex("sha256:abc")]
+    #[case::upper_hex(&format!("sha256:{}", HEX64.to_uppercase()))]
+    #[case::long_hex(&format!("sha256:{HEX64}0"))]
+    #[case::bad_char("foo:a/b")]
+    #[case::sha512_short(&format!("sha512:{HEX64}"))]
+    #[case::two_colons(&format!("sha256:{HEX64}:x"))]
+    fn invalid(#[case] s: &str) {
+        assert!(s.parse::<Digest>().is_err(), "{s} should be rejected");
+    }
+
+    #[test]
+    fn sha256_of_empty_input() {
+        assert_eq!(
+            Digest::sha256_of(b"").to_string(),
+            format!("sha256:{HEX64}")
+        );
+    }
+}

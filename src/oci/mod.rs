@@ -1,0 +1,77 @@
+//! OCI vocabulary shared by every other module: the grammar of repository names, tags and
+//! digests (parsed once at the edge into validated types), the media types chartreg knows, and
+//! the serde types of the OCI image layout, manifest and index documents.
+//!
+//! Nothing here knows about HTTP or about where bytes come from; `content`, `pack` and `http`
+//! all build on it.
+
+mod digest;
+pub mod layout;
+pub mod media_type;
+mod name;
+mod tag;
+
+pub use digest::{Digest, DigestError};
+pub use name::{NameError, RepositoryName};
+pub use tag::{Tag, TagError};
+
+use std::fmt;
+use std::str::FromStr;
+
+/// What follows `/manifests/` in a request path: a tag or a digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reference {
+    Tag(Tag),
+    Digest(Digest),
+}
+
+/// Why a manifest reference did not parse; the two cases get different HTTP answers.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReferenceError {
+    #[error(transparent)]
+    Tag(#[from] TagError),
+    #[error(transparent)]
+    Digest(#[from] DigestError),
+}
+
+impl FromStr for Reference {
+    type Err = ReferenceError;
+
+    /// A reference holding `:` can only be a digest (`:` is not a tag character).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.contains(':') {
+            Ok(Reference::Digest(s.parse()?))
+        } else {
+            Ok(Reference::Tag(s.parse()?))
+        }
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reference::Tag(t) => t.fmt(f),
+            Reference::Digest(d) => d.fmt(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_tells_tags_from_digests() {
+        assert!(matches!("1.0.0".parse(), Ok(Reference::Tag(_))));
+        let d = format!("sha256:{}", "a".repeat(64));
+        assert!(matches!(d.parse(), Ok(Reference::Digest(_))));
+        assert!(matches!(
+            "sha256:xyz".parse::<Reference>(),
+            Err(ReferenceError::Digest(_))
+        ));
+        assert!(matches!(
+            ".bad".parse::<Reference>(),
+            Err(ReferenceError::Tag(_))
+        ));
+    }
+}

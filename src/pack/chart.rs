@@ -1,0 +1,190 @@
+//! Reading a Helm chart package (`.tgz`) the way Helm's loader does, as far as the OCI artifact
+//! depends on it: the chart's metadata and the time its `Chart.yaml` was packaged.
+
+use std::io::Read;
+use std::time::{Duration, SystemTime};
+
+use flate2::read::GzDecoder;
+use serde_yaml_ng::{Mapping, Value};
+
+use super::Problem;
+use super::metadata::Metadata;
+use crate::oci::Tag;
+
+/// Helm refuses to load charts that decompress to more than this; so does `pack`.
+pub const MAX_DECOMPRESSED: u64 = 100 * 1024 * 1024;
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// What `pack` needs to know about one package.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Normalised as Helm normalises it before `helm push`.
+    pub metadata: Metadata,
+    /// The chart version as a tag (`+` written `_`).
+    pub tag: Tag,
+    /// When `Chart.yaml` was written into the package (its tar entry's mtime).
+    pub created: SystemTime,
+}
+
+impl Chart {
+    pub fn name(&self) -> &str {
+        &self.metadata.name.0
+    }
+
+    pub fn version(&self) -> &str {
+        &self.metadata.version.0
+    }
+}
+
+/// The files of the package that end up in the metadata, in archive order.
+struct MetadataFiles {
+    /// Every `<top>/Chart.yaml` (Helm applies them in turn) and its mtime.
+    charts: Vec<(Vec<u8>, u64)>,
+    requirements: Option<Vec<u8>>,
+}
+
+/// Reads and checks one package.
+pub fn read(package: &[u8]) -> Result<Chart, Problem> {
+    let tar = gunzip(package)?;
+    let files = metadata_files(&tar)?;
+    let Some(&(_, mtime)) = files.charts.last() else {
+        return Err(Problem::NoChartYaml);
+    };
+
+    // Helm decodes each Chart.yaml, then requirements.yaml, into one value: later top-level keys
+    // replace earlier ones.
+    let mut merged = Mapping::new();
+    for (data, _) in &files.charts {
+        overlay(&mut merged, data, "Chart.yaml")?;
+    }
+    if let Some(data) = &files.requirements {
+        overlay(&mut merged, data, "requirements.yaml")?;
+    }
+    let mut metadata: Metadata = serde_yaml_ng::from_value(Value::Mapping(merged))
+        .map_err(|e| Problem::Metadata(e.to_string()))?;
+    metadata.normalise();
+
+    let tag = validate(&metadata)?;
+    Ok(Chart {
+        metadata,
+        tag,
+        created: SystemTime::UNIX_EPOCH + Duration::from_secs(mtime),
+    })
+}
+
+fn gunzip(package: &[u8]) -> Result<Vec<u8>, Problem> {
+    if !package.starts_with(&[0x1f, 0x8b]) {
+        return Err(Problem::NotGzip);
+    }
+    let mut tar = Vec::new();
+    GzDecoder::new(package)
+        .take(MAX_DECOMPRESSED + 1)
+        .read_to_end(&mut tar)
+        .map_err(|e| Problem::Gzip(e.to_string()))?;
+    if tar.len() as u64 > MAX_DECOMPRESSED {
+        return Err(Problem::TooLarge);
+    }
+    Ok(tar)
+}
+
+fn metadata_files(tar: &[u8]) -> Result<MetadataFiles, Problem> {
+    let mut files = MetadataFiles {
+        charts: Vec::new(),
+        requirements: None,
+    };
+    let mut archive = tar::Archive::new(tar);
+    let not_tar = |e: std::io::Error| Problem::Tar(e.to_string());
+    let mut entries = 0;
+    for entry in archive.entries().map_err(not_tar)? {
+        let mut entry = entry.map_err(not_tar)?;
+        entries += 1;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let path = entry
+            .path()
+            .map_err(not_tar)?
+            .to_string_lossy()
+            .into_owned();
+        let delimiter = if path.contains('\\') { '\\' } else { '/' };
+        let mut parts = path.split(delimiter).filter(|p| !p.is_empty() && *p != ".");
+        let top = parts.next().unwrap_or_default();
+        let rest: Vec<&str> = parts.collect();
+        let which = match rest.as_slice() {
+            [] if top == "Chart.yaml" => return Err(Problem::ChartYamlAtTop),
+            ["Chart.yaml"] => "Chart.yaml",
+            ["requirements.yaml"] => "requirements.yaml",
+            _ => continue,
+        };
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).map_err(not_tar)?;
+        if data.starts_with(UTF8_BOM) {
+            data.drain(..UTF8_BOM.len());
+        }
+        if which == "Chart.yaml" {
+            let mtime = entry.header().mtime().map_err(not_tar)?;
+            files.charts.push((data, mtime));
+        } else {
+            files.requirements = Some(data);
+        }
+    }
+    if entries == 0 {
+        return Err(Problem::Tar("the archive holds no files".into()));
+    }
+    Ok(files)
+}
+
+/// Decodes one YAML file and lays its top-level keys over `merged`.
+fn overlay(merged: &mut Mapping, data: &[u8], file: &'static str) -> Result<(), Problem> {
+    let value: Value =
+        serde_yaml_ng::from_slice(data).map_err(|e| Problem::Yaml(file, e.to_string()))?;
+    match value {
+        Value::Null => Ok(()),
+        Value::Mapping(map) => {
+            merged.extend(map);
+            Ok(())
+        }
+        _ => Err(Problem::Yaml(file, "the document is not a mapping".into())),
+    }
+}
+
+/// Refuses what Helm refuses, and what cannot become an OCI tag.
+fn validate(m: &Metadata) -> Result<Tag, Problem> {
+    let name = m.name.0.as_str();
+    if name.is_empty() {
+        return Err(Problem::MissingField("name"));
+    }
+    if name.contains(['/', '\\']) || name == "." || name == ".." {
+        return Err(Problem::InvalidChartName(name.to_owned()));
+    }
+    let version = m.version.0.as_str();
+    if version.is_empty() {
+        return Err(Problem::MissingField("version"));
+    }
+    semver::Version::parse(version)
+        .map_err(|e| Problem::Version(version.to_owned(), e.to_string()))?;
+    let tag = version.replace('+', "_");
+    let tag: Tag = tag
+        .parse()
+        .map_err(|e| Problem::Tag(version.to_owned(), e))?;
+    if !matches!(m.chart_type.0.as_str(), "" | "application" | "library") {
+        return Err(Problem::ChartType(m.chart_type.0.clone()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for d in &m.dependencies {
+        let alias = d.alias.0.as_str();
+        if !alias.is_empty()
+            && !alias
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(Problem::DependencyAlias(alias.to_owned()));
+        }
+        let key = if alias.is_empty() { &d.name.0 } else { alias };
+        if !seen.insert(key.to_owned()) {
+            return Err(Problem::DuplicateDependency(key.to_owned()));
+        }
+    }
+    Ok(tag)
+}
