@@ -6,6 +6,7 @@
 //! all build on it.
 
 mod digest;
+pub mod gojson;
 pub mod layout;
 pub mod media_type;
 mod name;

@@ -14,7 +14,6 @@
 //! or file-system time, and every map is ordered.
 
 mod chart;
-mod gojson;
 pub mod metadata;
 mod provenance;
 
@@ -23,16 +22,16 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::oci::gojson;
 use crate::oci::layout::{
-    self, Annotations, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION,
-    OCI_LAYOUT_FILE, OciLayout, REF_NAME,
+    Annotations, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LayoutBuilder,
 };
 use crate::oci::{Digest, NameError, RepositoryName, TagError, media_type};
 
 pub use chart::{Chart, MAX_DECOMPRESSED};
 
 /// Paths relative to the output folder, each with its bytes.
-pub type Tree = BTreeMap<String, Vec<u8>>;
+pub type Tree = crate::oci::layout::Files;
 
 /// A problem with one input file.
 #[derive(Debug, thiserror::Error)]
@@ -189,11 +188,10 @@ pub fn read_inputs(inputs: &[PathBuf]) -> Result<Vec<Input>, PackError> {
     Ok(found)
 }
 
-/// One chart version, ready to be laid out.
-struct Artifact<'a> {
+/// One chart version: the package it came from and what it holds.
+struct Version<'a> {
     input: &'a Input,
-    manifest: Vec<u8>,
-    blobs: Vec<Vec<u8>>,
+    chart: Chart,
 }
 
 /// The manifest annotations `helm push` writes (Helm's `generateOCIAnnotations`).
@@ -234,37 +232,20 @@ fn helm_annotations(chart: &Chart) -> Annotations {
     a
 }
 
-fn json(value: &impl serde::Serialize) -> Vec<u8> {
-    // Serialising these plain data types cannot fail.
-    gojson::to_vec(value).unwrap_or_default()
-}
-
-fn artifact<'a>(input: &'a Input, chart: &Chart) -> Result<Artifact<'a>, PackError> {
-    let package_digest = Digest::sha256_of(&input.package);
+/// Checks the provenance file, then stores what `helm push` would push for one chart version
+/// in `layout`; returns the manifest's descriptor.
+fn lay_out(layout: &mut LayoutBuilder, version: &Version<'_>) -> Result<Descriptor, PackError> {
+    let (input, chart) = (version.input, &version.chart);
+    let package = layout.blob(media_type::HELM_CHART, input.package.clone());
     if let Some(prov) = &input.provenance {
         let signed_name = format!("{}-{}{PACKAGE_EXT}", chart.name(), chart.version());
-        provenance::check(prov, &signed_name, &package_digest)
+        provenance::check(prov, &signed_name, &package.digest)
             .map_err(at(&provenance_path(&input.path)))?;
     }
-    let config = json(&chart.metadata);
-    let config_descriptor = Descriptor::new(
-        media_type::HELM_CONFIG,
-        Digest::sha256_of(&config),
-        config.len() as u64,
-    );
-    let mut layers = vec![Descriptor::new(
-        media_type::HELM_CHART,
-        package_digest,
-        input.package.len() as u64,
-    )];
-    let mut blobs = vec![config, input.package.clone()];
+    let config = layout.blob(media_type::HELM_CONFIG, gojson::to_vec(&chart.metadata));
+    let mut layers = vec![package];
     if let Some(prov) = &input.provenance {
-        layers.push(Descriptor::new(
-            media_type::HELM_PROVENANCE,
-            Digest::sha256_of(prov),
-            prov.len() as u64,
-        ));
-        blobs.push(prov.clone());
+        layers.push(layout.blob(media_type::HELM_PROVENANCE, prov.clone()));
     }
     // `helm push` orders layers by digest.
     layers.sort_by(|a, b| a.digest.cmp(&b.digest));
@@ -272,16 +253,12 @@ fn artifact<'a>(input: &'a Input, chart: &Chart) -> Result<Artifact<'a>, PackErr
         schema_version: 2,
         media_type: Some(media_type::OCI_MANIFEST.to_owned()),
         artifact_type: None,
-        config: config_descriptor,
+        config,
         layers,
         subject: None,
         annotations: helm_annotations(chart),
     };
-    Ok(Artifact {
-        input,
-        manifest: json(&manifest),
-        blobs,
-    })
+    Ok(layout.manifest(media_type::OCI_MANIFEST, &manifest))
 }
 
 /// Lays out every package as OCI image layouts under `<prefix>/<chart name>/`.
@@ -291,8 +268,8 @@ pub fn build(inputs: &[Input], prefix: &str) -> Result<Tree, PackError> {
         .parse::<RepositoryName>()
         .map_err(|e| at(prefix_path)(Problem::Prefix(e)))?;
 
-    // repository -> tag -> artifact
-    let mut repositories: BTreeMap<String, BTreeMap<String, Artifact<'_>>> = BTreeMap::new();
+    // repository -> tag -> version
+    let mut repositories: BTreeMap<String, BTreeMap<String, Version<'_>>> = BTreeMap::new();
     for input in inputs {
         let chart = chart::read(&input.package).map_err(at(&input.path))?;
         let repository = format!("{prefix}/{}", chart.name());
@@ -316,41 +293,17 @@ pub fn build(inputs: &[Input], prefix: &str) -> Result<Tree, PackError> {
                 other: existing.input.path.clone(),
             }));
         }
-        versions.insert(chart.tag.as_str().to_owned(), artifact(input, &chart)?);
+        versions.insert(chart.tag.as_str().to_owned(), Version { input, chart });
     }
 
     let mut tree = Tree::new();
     for (repository, versions) in repositories {
-        let mut index = ImageIndex {
-            schema_version: 2,
-            media_type: Some(media_type::OCI_INDEX.to_owned()),
-            artifact_type: None,
-            manifests: Vec::new(),
-            subject: None,
-            annotations: Annotations::new(),
-        };
-        for (tag, artifact) in versions {
-            let digest = Digest::sha256_of(&artifact.manifest);
-            let mut descriptor = Descriptor::new(
-                media_type::OCI_MANIFEST,
-                digest.clone(),
-                artifact.manifest.len() as u64,
-            );
-            descriptor.annotations.insert(REF_NAME.to_owned(), tag);
-            index.manifests.push(descriptor);
-            for blob in artifact.blobs.into_iter().chain([artifact.manifest]) {
-                let path = format!(
-                    "{repository}/{}",
-                    layout::blob_path(&Digest::sha256_of(&blob))
-                );
-                tree.insert(path, blob);
-            }
+        let mut layout = LayoutBuilder::new(&repository);
+        for (tag, version) in &versions {
+            let manifest = lay_out(&mut layout, version)?;
+            layout.list(manifest, Some(tag));
         }
-        let marker = OciLayout {
-            image_layout_version: LAYOUT_VERSION.to_owned(),
-        };
-        tree.insert(format!("{repository}/{OCI_LAYOUT_FILE}"), json(&marker));
-        tree.insert(format!("{repository}/{INDEX_FILE}"), json(&index));
+        tree.extend(layout.finish());
     }
     Ok(tree)
 }
