@@ -79,7 +79,9 @@ where
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    // A host program may have set up logging already; keep its logger then.
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .try_init();
     let result = match cli.command {
         None => serve(&cli.serve, content),
         Some(Command::Serve(args)) => serve(&args, content),
