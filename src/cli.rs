@@ -80,8 +80,11 @@ where
         }
     };
     // A host program may have set up logging already; keep its logger then.
-    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .try_init();
+    // actix-server's own start-up lines are noise next to chartreg's summary line.
+    let _ = env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("info,actix_server=warn"),
+    )
+    .try_init();
     let result = match cli.command {
         None => serve(&cli.serve, content),
         Some(Command::Serve(args)) => serve(&args, content),

@@ -183,6 +183,19 @@ fn manifest_media_type_must_agree_with_its_descriptor() {
 }
 
 #[test]
+fn media_types_must_be_safe_to_send() {
+    let mut layout = LayoutBuilder::new("test/app");
+    let m = image(&mut layout, b"x");
+    let mut d = layout.manifest(media_type::OCI_MANIFEST, &m);
+    d.media_type = "application/vnd.oci.image.manifest.v1+json\r\nX-Evil: 1".into();
+    layout.list(d.clone(), Some("v1"));
+    assert!(matches!(
+        refused(layout.finish(), &blob_path(&d)),
+        Problem::MediaType(_)
+    ));
+}
+
+#[test]
 fn non_manifest_in_index_is_refused() {
     let mut layout = LayoutBuilder::new("test/app");
     let d = layout.blob("application/octet-stream", b"{}".to_vec());

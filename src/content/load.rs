@@ -60,6 +60,8 @@ pub enum Problem {
     },
     #[error("`{0}` is not a manifest media type (OCI or Docker image manifest or index)")]
     NotManifest(String),
+    #[error("`{0}` is not a valid media type (RFC 6838 `type/subtype`)")]
+    MediaType(String),
     #[error(
         "manifest {digest} says its mediaType is `{body}`, but its descriptor says `{descriptor}`"
     )]
@@ -328,6 +330,9 @@ impl Loader<'_, '_> {
         if self.repository.manifests.contains_key(&descriptor.digest) {
             return Ok(());
         }
+        if !valid_media_type(&descriptor.media_type) {
+            return fail(path, Problem::MediaType(descriptor.media_type.clone()));
+        }
         let Some(kind) = manifest_kind(&descriptor.media_type) else {
             return fail(path, Problem::NotManifest(descriptor.media_type.clone()));
         };
@@ -409,6 +414,19 @@ impl Loader<'_, '_> {
         );
         Ok(())
     }
+}
+
+/// RFC 6838 `type "/" subtype` with restricted-name characters: safe to send as Content-Type.
+fn valid_media_type(media_type: &str) -> bool {
+    let name = |s: &str| {
+        let mut bytes = s.bytes();
+        bytes.next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.len() <= 127
+            && bytes.all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    };
+    media_type
+        .split_once('/')
+        .is_some_and(|(t, sub)| name(t) && name(sub))
 }
 
 /// The descriptors a stored (already validated) manifest references.
