@@ -318,15 +318,7 @@ fn ranges_registry() -> (Registry, String, Vec<u8>) {
     let mut layout = LayoutBuilder::new("test/ranges");
     let layer = layout.blob("application/octet-stream", data.clone());
     let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
-    let manifest = ImageManifest {
-        schema_version: 2,
-        media_type: Some(media_type::OCI_MANIFEST.into()),
-        artifact_type: None,
-        config,
-        layers: vec![layer.clone()],
-        subject: None,
-        annotations: Annotations::new(),
-    };
+    let manifest = ImageManifest::new(config, vec![layer.clone()]);
     let d = layout.manifest(media_type::OCI_MANIFEST, &manifest);
     layout.list(d, Some("v1"));
     let files = layout
@@ -464,15 +456,7 @@ fn referrers_registry() -> (Registry, Descriptor, Vec<Descriptor>) {
     let mut layout = LayoutBuilder::new("test/refs");
     let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
     let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", b"layer".to_vec());
-    let image = ImageManifest {
-        schema_version: 2,
-        media_type: Some(media_type::OCI_MANIFEST.into()),
-        artifact_type: None,
-        config: config.clone(),
-        layers: vec![layer],
-        subject: None,
-        annotations: Annotations::new(),
-    };
+    let image = ImageManifest::new(config.clone(), vec![layer]);
     let subject = layout.manifest(media_type::OCI_MANIFEST, &image);
     layout.list(subject.clone(), Some("v1"));
     let mut referrers = Vec::new();
@@ -726,15 +710,7 @@ fn large_blobs_stream_intact_over_a_socket() {
     let mut layout = LayoutBuilder::new("test/large");
     let layer = layout.blob("application/octet-stream", data.clone());
     let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
-    let manifest = ImageManifest {
-        schema_version: 2,
-        media_type: Some(media_type::OCI_MANIFEST.into()),
-        artifact_type: None,
-        config,
-        layers: vec![layer.clone()],
-        subject: None,
-        annotations: Annotations::new(),
-    };
+    let manifest = ImageManifest::new(config, vec![layer.clone()]);
     let d = layout.manifest(media_type::OCI_MANIFEST, &manifest);
     layout.list(d, Some("v1"));
     let files = layout

@@ -10,15 +10,9 @@ use chartreg::oci::layout::{
 use chartreg::oci::{Digest, Reference, media_type};
 
 fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {
-    ImageManifest {
-        schema_version: 2,
-        media_type: Some(media_type::OCI_MANIFEST.into()),
-        artifact_type: None,
-        config: layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec()),
-        layers: vec![layout.blob("application/vnd.oci.image.layer.v1.tar", layer.to_vec())],
-        subject: None,
-        annotations: Annotations::new(),
-    }
+    let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
+    let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", layer.to_vec());
+    ImageManifest::new(config, vec![layer])
 }
 
 /// A valid layout `test/app` with tag `v1`, and the manifest's descriptor.

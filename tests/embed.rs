@@ -11,22 +11,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chartreg::oci::layout::{Annotations, Files, ImageManifest, LayoutBuilder};
+use chartreg::oci::layout::{Files, ImageManifest, LayoutBuilder};
 use chartreg::oci::media_type;
 
 fn layout(name: &str, payload: &[u8]) -> Files {
     let mut layout = LayoutBuilder::new(name);
     let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
     let layer = layout.blob("application/octet-stream", payload.to_vec());
-    let manifest = ImageManifest {
-        schema_version: 2,
-        media_type: Some(media_type::OCI_MANIFEST.into()),
-        artifact_type: None,
-        config,
-        layers: vec![layer],
-        subject: None,
-        annotations: Annotations::new(),
-    };
+    let manifest = ImageManifest::new(config, vec![layer]);
     let d = layout.manifest(media_type::OCI_MANIFEST, &manifest);
     layout.list(d, Some("v1"));
     layout.finish()

@@ -74,6 +74,21 @@ pub struct ImageManifest {
     pub annotations: Annotations,
 }
 
+impl ImageManifest {
+    /// An OCI image manifest of `config` and `layers`, with no annotations or subject.
+    pub fn new(config: Descriptor, layers: Vec<Descriptor>) -> Self {
+        ImageManifest {
+            schema_version: 2,
+            media_type: Some(media_type::OCI_MANIFEST.to_owned()),
+            artifact_type: None,
+            config,
+            layers,
+            subject: None,
+            annotations: Annotations::new(),
+        }
+    }
+}
+
 /// An OCI image index: `index.json` of a layout, or an index manifest (also reads Docker
 /// manifest lists).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,15 +185,10 @@ mod tests {
     #[test]
     fn manifest_serialises_in_spec_order_with_sorted_annotations() {
         let d = Digest::sha256_of(b"x");
-        let mut m = ImageManifest {
-            schema_version: 2,
-            media_type: Some(media_type::OCI_MANIFEST.into()),
-            artifact_type: None,
-            config: Descriptor::new(media_type::HELM_CONFIG, d.clone(), 1),
-            layers: vec![Descriptor::new(media_type::HELM_CHART, d.clone(), 1)],
-            subject: None,
-            annotations: Annotations::new(),
-        };
+        let mut m = ImageManifest::new(
+            Descriptor::new(media_type::HELM_CONFIG, d.clone(), 1),
+            vec![Descriptor::new(media_type::HELM_CHART, d.clone(), 1)],
+        );
         m.annotations.insert("z".into(), "1".into());
         m.annotations.insert("a".into(), "2".into());
         let json = serde_json::to_string(&m).unwrap();

@@ -250,13 +250,8 @@ fn lay_out(layout: &mut LayoutBuilder, version: &Version<'_>) -> Result<Descript
     // `helm push` orders layers by digest.
     layers.sort_by(|a, b| a.digest.cmp(&b.digest));
     let manifest = ImageManifest {
-        schema_version: 2,
-        media_type: Some(media_type::OCI_MANIFEST.to_owned()),
-        artifact_type: None,
-        config,
-        layers,
-        subject: None,
         annotations: helm_annotations(chart),
+        ..ImageManifest::new(config, layers)
     };
     Ok(layout.manifest(media_type::OCI_MANIFEST, &manifest))
 }
