@@ -6,16 +6,16 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use actix_web::web;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::content::{ContentFile, Registry};
+use crate::serve::{self, ServeOptions};
+use crate::tls::TlsFiles;
 use crate::{http, pack};
 
 /// A read-only OCI registry serving the Helm charts built into it.
@@ -43,6 +43,90 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "CHARTREG_LISTEN", default_value = "0.0.0.0:5000")]
     pub listen: String,
+    /// PEM certificate chain (e.g. a mounted secret's tls.crt); serves HTTPS when given.
+    #[arg(
+        long,
+        env = "CHARTREG_TLS_CERT_FILE",
+        requires = "tls_private_key_file"
+    )]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1; e.g. a mounted secret's tls.key).
+    #[arg(
+        long,
+        env = "CHARTREG_TLS_PRIVATE_KEY_FILE",
+        requires = "tls_cert_file"
+    )]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// How often the certificate and key files are re-read for a new pair.
+    #[arg(long, env = "CHARTREG_TLS_RELOAD_INTERVAL", default_value = "2s", value_parser = duration)]
+    pub tls_reload_interval: Duration,
+    /// Serve /metrics on this address instead of the main listener.
+    #[arg(long, env = "CHARTREG_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+    /// Log lines as text or as one JSON object per line.
+    #[arg(long, env = "CHARTREG_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Worker threads [default: the number of CPUs].
+    #[arg(long, env = "CHARTREG_WORKERS")]
+    pub workers: Option<usize>,
+    /// After SIGTERM/SIGINT, keep serving (with /readyz at 503) this long before draining.
+    #[arg(long, env = "CHARTREG_SHUTDOWN_DELAY", default_value = "5s", value_parser = duration)]
+    pub shutdown_delay: Duration,
+    /// How long requests in flight may take to finish once draining starts.
+    #[arg(long, env = "CHARTREG_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = duration)]
+    pub shutdown_timeout: Duration,
+    /// A client must send its whole request head within this time of connecting (else 408).
+    #[arg(long, env = "CHARTREG_REQUEST_HEADER_TIMEOUT", default_value = "5s", value_parser = duration)]
+    pub request_header_timeout: Duration,
+    /// How long an idle keep-alive connection stays open.
+    #[arg(long, env = "CHARTREG_KEEP_ALIVE", default_value = "15s", value_parser = duration)]
+    pub keep_alive: Duration,
+    /// Connections served at once; more wait in the listen backlog.
+    #[arg(long, env = "CHARTREG_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Largest request head (request line and headers) accepted, in bytes; larger gets 431.
+    #[arg(long, env = "CHARTREG_MAX_HEADER_BYTES", default_value_t = http::DEFAULT_MAX_HEADER_BYTES)]
+    pub max_header_bytes: usize,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Durations are written with a unit: `500ms`, `5s`, `1m`.
+fn duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration with a unit such as 500ms or 5s: {e}"))
+}
+
+impl ServeArgs {
+    fn options(&self) -> ServeOptions {
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        ServeOptions {
+            listen: self.listen.clone(),
+            tls: match (&self.tls_cert_file, &self.tls_private_key_file) {
+                (Some(cert), Some(key)) => Some(TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                }),
+                _ => None,
+            },
+            tls_reload_interval: self.tls_reload_interval,
+            metrics_listen: self.metrics_listen.clone(),
+            workers,
+            shutdown_delay: self.shutdown_delay,
+            shutdown_timeout: self.shutdown_timeout,
+            request_header_timeout: self.request_header_timeout,
+            keep_alive: self.keep_alive,
+            max_connections: self.max_connections,
+            max_header_bytes: self.max_header_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -80,11 +164,12 @@ where
         }
     };
     // A host program may have set up logging already; keep its logger then.
-    // actix-server's own start-up lines are noise next to chartreg's summary line.
-    let _ = env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("info,actix_server=warn"),
-    )
-    .try_init();
+    let format = match &cli.command {
+        Some(Command::Serve(args)) => args.log_format,
+        None => cli.serve.log_format,
+        _ => LogFormat::Text,
+    };
+    crate::logging::init(format);
     let result = match cli.command {
         None => serve(&cli.serve, content),
         Some(Command::Serve(args)) => serve(&args, content),
@@ -113,24 +198,7 @@ fn serve<C: IntoIterator<Item = ContentFile>>(
 ) -> Result<(), String> {
     let started = Instant::now();
     let registry = load(content)?;
-    let listener = TcpListener::bind(&args.listen)
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let address = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let s = registry.summary();
-    log::info!(
-        "serving {} repositories, {} tags, {} manifests, {} blobs ({} bytes) on http://{address} (ready in {} ms)",
-        s.repositories,
-        s.tags,
-        s.manifests,
-        s.blobs,
-        s.bytes,
-        started.elapsed().as_millis()
-    );
-    actix_web::rt::System::new()
-        .block_on(http::serve(listener, web::Data::new(registry)))
-        .map_err(|e| format!("server failed: {e}"))
+    serve::run(registry, &args.options(), started)
 }
 
 fn run_pack(args: &PackArgs) -> Result<(), String> {

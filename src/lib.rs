@@ -13,5 +13,9 @@
 pub mod cli;
 pub mod content;
 pub mod http;
+pub mod logging;
+pub mod metrics;
 pub mod oci;
 pub mod pack;
+pub mod serve;
+pub mod tls;

@@ -11,7 +11,8 @@ use crate::content;
 use crate::oci::{DigestError, NameError, ReferenceError};
 
 /// Error codes of the OCI distribution spec, plus `PAGINATION_NUMBER_INVALID` and
-/// `RANGE_INVALID` from CNCF distribution.
+/// `RANGE_INVALID` from CNCF distribution and chartreg's own
+/// `REQUEST_HEADER_FIELDS_TOO_LARGE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
@@ -31,6 +32,8 @@ pub enum ErrorCode {
     PaginationNumberInvalid,
     /// The requested range cannot be satisfied.
     RangeInvalid,
+    /// The request head is larger than this server accepts.
+    RequestHeaderFieldsTooLarge,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +55,8 @@ pub enum ApiError {
     MethodNotAllowed(String),
     #[error("no such endpoint: {0}")]
     NoRoute(String),
+    #[error("the request head is larger than the {0} bytes this server accepts")]
+    HeadersTooLarge(usize),
 }
 
 impl From<ReferenceError> for ApiError {
@@ -75,6 +80,7 @@ impl ApiError {
             ApiError::Pagination(_) => ErrorCode::PaginationNumberInvalid,
             ApiError::RangeNotSatisfiable { .. } => ErrorCode::RangeInvalid,
             ApiError::MethodNotAllowed(_) | ApiError::NoRoute(_) => ErrorCode::Unsupported,
+            ApiError::HeadersTooLarge(_) => ErrorCode::RequestHeaderFieldsTooLarge,
         }
     }
 }
@@ -104,6 +110,7 @@ impl ResponseError for ApiError {
             }
             ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         }
     }
 

@@ -1,8 +1,9 @@
 //! The OCI distribution read API over a [`Registry`], with actix-web.
 //!
 //! How a request flows:
-//! 1. Middleware logs one access line and sets `Docker-Distribution-API-Version` on every
-//!    response, errors included.
+//! 1. Middleware sets `Docker-Distribution-API-Version` on every response, errors included;
+//!    [`observe`] caps the request head, and once the body is sent logs one access line and
+//!    records metrics.
 //! 2. The route table ([`app`]) picks an endpoint by path; only GET and HEAD reach handlers.
 //!    Other methods on `/v2/...` get 405 UNSUPPORTED with `Allow: GET, HEAD`; unknown paths
 //!    get a JSON 404.
@@ -12,28 +13,40 @@
 //!    HEAD runs the same handler; actix sends the headers (Content-Length included) without
 //!    the body.
 //! 4. Every error is an [`ApiError`], turned into the spec's JSON envelope in one place.
+//!
+//! Digest-addressed answers (blobs, manifests by digest) never change: they are marked
+//! immutable for a year. Answers by tag carry the manifest digest as ETag and are revalidated;
+//! a matching `If-None-Match` gets 304.
+//!
+//! Outside `/v2`: `/healthz` (alive), `/readyz` (serving and not shutting down) and, unless
+//! metrics have a listener of their own, `/metrics`.
 
 mod body;
 mod error;
+mod observe;
 mod pagination;
 mod range;
 
 use std::io;
 use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
-use actix_web::middleware::{DefaultHeaders, Logger};
+use actix_web::middleware::{DefaultHeaders, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, Resource, web};
 use serde::{Deserialize, Serialize};
 
 use crate::content::Registry;
+use crate::metrics::{BuildInfo, Metrics};
 use crate::oci::layout::{Annotations, Descriptor};
 use crate::oci::{Digest, Reference, RepositoryName, media_type};
 
 pub use error::{ALLOWED_METHODS, ApiError, ErrorCode};
+pub use observe::OPERATIONS_PATHS;
 pub use pagination::Page;
 pub use range::{RangeSpec, Selection};
 
@@ -42,12 +55,60 @@ pub const API_VERSION: &str = "registry/2.0";
 pub const DIGEST_HEADER: &str = "Docker-Content-Digest";
 pub const FILTERS_HEADER: &str = "OCI-Filters-Applied";
 
-/// The access log line: request line, status, body bytes, duration.
-const ACCESS_LOG_FORMAT: &str = "%a \"%r\" %s %b %Dms";
+/// Cache-Control of digest-addressed answers.
+pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// Cache-Control of answers by tag: cache, but ask again before using.
+pub const REVALIDATE: &str = "no-cache";
+/// The default cap on the request head (request line and headers), in bytes.
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 16 * 1024;
 
 type Registered = web::Data<Registry>;
 
-/// The whole application: middleware and route table. Used by [`serve`] and by tests.
+/// Server state beside the content: readiness, metrics, limits.
+#[derive(Debug)]
+pub struct Ops {
+    ready: AtomicBool,
+    pub metrics: Arc<Metrics>,
+    pub max_header_bytes: usize,
+    /// Whether `/metrics` is answered here (not when it has a listener of its own).
+    pub serve_metrics: bool,
+}
+
+impl Ops {
+    pub fn new(metrics: Arc<Metrics>, max_header_bytes: usize, serve_metrics: bool) -> Self {
+        Ops {
+            ready: AtomicBool::new(false),
+            metrics,
+            max_header_bytes,
+            serve_metrics,
+        }
+    }
+
+    /// Defaults for tests and embedders: ready, metrics for `registry`, the default header cap.
+    pub fn for_registry(registry: &Registry) -> Self {
+        let build = BuildInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            revision: "unknown".to_owned(),
+        };
+        let ops = Ops::new(
+            Arc::new(Metrics::new(registry.summary(), build)),
+            DEFAULT_MAX_HEADER_BYTES,
+            true,
+        );
+        ops.set_ready(true);
+        ops
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::SeqCst);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+}
+
+/// [`app_with`] with default [`Ops`].
 pub fn app(
     registry: Registered,
 ) -> App<
@@ -59,43 +120,112 @@ pub fn app(
         InitError = (),
     >,
 > {
+    let ops = web::Data::new(Ops::for_registry(&registry));
+    app_with(registry, ops)
+}
+
+/// The whole application: middleware and route table. Used by the server and by tests.
+pub fn app_with(
+    registry: Registered,
+    ops: web::Data<Ops>,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
     App::new()
         .app_data(registry)
+        .app_data(ops)
+        .wrap(from_fn(observe::observe))
         .wrap(DefaultHeaders::new().add((API_VERSION_HEADER, API_VERSION)))
-        .wrap(Logger::new(ACCESS_LOG_FORMAT))
+        .service(endpoint("/healthz", "healthz", healthz))
+        .service(endpoint("/readyz", "readyz", readyz))
+        .service(endpoint("/metrics", "metrics", metrics))
         .service(
             web::scope("/v2")
-                .service(endpoint("", base))
-                .service(endpoint("/", base))
-                .service(endpoint("/_catalog", catalog))
-                .service(endpoint("/{name:.+}/tags/list", tags_list))
-                .service(endpoint("/{name:.+}/manifests/{reference}", manifest))
-                .service(endpoint("/{name:.+}/blobs/{digest}", blob))
-                .service(endpoint("/{name:.+}/referrers/{digest}", referrers))
+                .service(endpoint("", "base", base))
+                .service(endpoint("/", "base", base))
+                .service(endpoint("/_catalog", "catalog", catalog))
+                .service(endpoint("/{name:.+}/tags/list", "tags", tags_list))
+                .service(endpoint(
+                    "/{name:.+}/manifests/{reference}",
+                    "manifests",
+                    manifest,
+                ))
+                .service(endpoint("/{name:.+}/blobs/{digest}", "blobs", blob))
+                .service(endpoint(
+                    "/{name:.+}/referrers/{digest}",
+                    "referrers",
+                    referrers,
+                ))
                 .default_service(web::to(unmatched)),
         )
         .default_service(web::to(unmatched))
 }
 
-/// Serves `registry` on `listener` until the server stops.
+/// Serves `registry` on `listener` with default settings until the server stops.
 pub async fn serve(listener: TcpListener, registry: Registered) -> io::Result<()> {
-    HttpServer::new(move || app(registry.clone()))
+    let ops = web::Data::new(Ops::for_registry(&registry));
+    HttpServer::new(move || app_with(registry.clone(), ops.clone()))
         .listen(listener)?
         .run()
         .await
 }
 
-/// A resource answering GET and HEAD with `handler`, and 405 to every other method.
-fn endpoint<F, Args>(path: &str, handler: F) -> Resource
+/// A resource named `name` (the route label in metrics) answering GET and HEAD with
+/// `handler`, and 405 to every other method.
+fn endpoint<F, Args>(path: &str, name: &str, handler: F) -> Resource
 where
     F: actix_web::Handler<Args>,
     Args: actix_web::FromRequest + 'static,
     F::Output: actix_web::Responder + 'static,
 {
     web::resource(path)
+        .name(name)
         .route(web::get().to(handler.clone()))
         .route(web::head().to(handler))
         .default_service(web::to(unmatched))
+}
+
+/// `GET /healthz`: the process is alive.
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, HeaderValue::from_static("text/plain")))
+        .body("ok\n")
+}
+
+/// `GET /readyz`: content loaded, listening, not shutting down.
+async fn readyz(ops: web::Data<Ops>) -> HttpResponse {
+    let (mut response, text) = if ops.is_ready() {
+        (HttpResponse::Ok(), "ready\n")
+    } else {
+        (HttpResponse::ServiceUnavailable(), "not ready\n")
+    };
+    response
+        .insert_header((header::CONTENT_TYPE, HeaderValue::from_static("text/plain")))
+        .body(text)
+}
+
+/// `GET /metrics`: Prometheus text, unless metrics have their own listener.
+async fn metrics(req: HttpRequest, ops: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
+    if !ops.serve_metrics {
+        return Err(ApiError::NoRoute(req.path().to_owned()));
+    }
+    Ok(metrics_response(&ops.metrics))
+}
+
+/// The Prometheus scrape response.
+pub fn metrics_response(metrics: &Metrics) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        ))
+        .body(metrics.render())
 }
 
 /// Whatever no endpoint answered: a write on `/v2` (405) or an unknown path (404).
@@ -197,10 +327,44 @@ async fn manifest(req: HttpRequest, registry: Registered) -> Result<HttpResponse
     let name = name_of(&req)?;
     let reference: Reference = req.match_info().query("reference").parse()?;
     let manifest = registry.repository(&name)?.manifest(&reference)?;
-    Ok(HttpResponse::Ok()
+    let cache_control = match reference {
+        Reference::Digest(_) => IMMUTABLE,
+        Reference::Tag(_) => REVALIDATE,
+    };
+    let etag = etag_of(&manifest.digest);
+    let not_modified = none_match(&req, &etag);
+    let mut response = if not_modified {
+        HttpResponse::NotModified()
+    } else {
+        HttpResponse::Ok()
+    };
+    response
         .insert_header((header::CONTENT_TYPE, manifest.media_type.as_str()))
         .insert_header((DIGEST_HEADER, manifest.digest.as_str()))
-        .body(manifest.data.clone()))
+        .insert_header((header::ETAG, etag))
+        .insert_header((
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(cache_control),
+        ));
+    if not_modified {
+        return Ok(response.finish());
+    }
+    Ok(response.body(manifest.data.clone()))
+}
+
+/// The strong ETag of content: its quoted digest.
+fn etag_of(digest: &Digest) -> String {
+    format!("\"{digest}\"")
+}
+
+/// Whether `If-None-Match` names `etag` (or is `*`), comparing weakly as RFC 9110 asks.
+fn none_match(req: &HttpRequest, etag: &str) -> bool {
+    req.headers()
+        .get_all(header::IF_NONE_MATCH)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim())
+        .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
 }
 
 /// `GET /v2/<name>/blobs/<digest>`, with single byte ranges.
@@ -209,27 +373,35 @@ async fn blob(req: HttpRequest, registry: Registered) -> Result<HttpResponse, Ap
     let digest: Digest = req.match_info().query("digest").parse()?;
     let blob = registry.repository(&name)?.blob(&digest)?;
     let size = blob.data.len() as u64;
+    let etag = etag_of(&digest);
+    if none_match(&req, &etag) {
+        let mut response = HttpResponse::NotModified();
+        with_blob_headers(&mut response, &digest, etag);
+        return Ok(response.finish());
+    }
+    // A range applies only to the representation the client already has part of.
+    let if_range = req
+        .headers()
+        .get(header::IF_RANGE)
+        .and_then(|v| v.to_str().ok());
     let range = req
         .headers()
         .get(header::RANGE)
-        .and_then(|v| v.to_str().ok());
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| if_range.is_none_or(|validator| validator.trim() == etag));
     Ok(match range::select(range, size) {
-        Selection::Full => blob_response(HttpResponse::Ok(), &digest, blob.data.clone()),
+        Selection::Full => blob_response(HttpResponse::Ok(), &digest, etag, blob.data.clone()),
         Selection::Unsatisfiable => return Err(ApiError::RangeNotSatisfiable { size }),
         Selection::Partial { start, end } => {
             let mut partial = HttpResponse::PartialContent();
             partial.insert_header((header::CONTENT_RANGE, format!("bytes {start}-{end}/{size}")));
             let data = blob.data.slice(start as usize..=end as usize);
-            blob_response(partial, &digest, data)
+            blob_response(partial, &digest, etag, data)
         }
     })
 }
 
-fn blob_response(
-    mut builder: actix_web::HttpResponseBuilder,
-    digest: &Digest,
-    data: bytes::Bytes,
-) -> HttpResponse {
+fn with_blob_headers(builder: &mut actix_web::HttpResponseBuilder, digest: &Digest, etag: String) {
     builder
         .insert_header((
             header::CONTENT_TYPE,
@@ -237,7 +409,18 @@ fn blob_response(
         ))
         .insert_header((DIGEST_HEADER, digest.as_str()))
         .insert_header((header::ACCEPT_RANGES, HeaderValue::from_static("bytes")))
-        .body(body::from_bytes(data))
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE)));
+}
+
+fn blob_response(
+    mut builder: actix_web::HttpResponseBuilder,
+    digest: &Digest,
+    etag: String,
+    data: bytes::Bytes,
+) -> HttpResponse {
+    with_blob_headers(&mut builder, digest, etag);
+    builder.body(body::from_bytes(data))
 }
 
 #[derive(Deserialize)]

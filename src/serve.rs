@@ -1,0 +1,188 @@
+//! `chartreg serve`: the server around the HTTP application.
+//!
+//! Start-up, in order: load TLS files (if any) and the content, bind the listeners, build the
+//! servers, mark ready, log one summary line. Any failure before that is an error naming what
+//! failed, and nothing listens.
+//!
+//! Shutdown, on SIGTERM or SIGINT (handled here; actix's own handling is off because its SIGINT
+//! is a forced stop): `/readyz` answers 503 at once; requests are served for `shutdown_delay`
+//! so that endpoints and load balancers stop routing here; then the listeners close and
+//! in-flight requests (a large download included) get up to `shutdown_timeout` to finish.
+//! A second signal stops at once.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::dev::ServerHandle;
+use actix_web::http::KeepAlive;
+use actix_web::{App, HttpServer, web};
+
+use crate::content::Registry;
+use crate::http::{self, Ops};
+use crate::metrics::{BuildInfo, Metrics};
+use crate::tls::{self, Reloading, TlsFiles};
+
+/// Everything `serve` can be told.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub listen: String,
+    pub tls: Option<TlsFiles>,
+    pub tls_reload_interval: Duration,
+    pub metrics_listen: Option<String>,
+    pub workers: usize,
+    pub shutdown_delay: Duration,
+    pub shutdown_timeout: Duration,
+    pub request_header_timeout: Duration,
+    pub keep_alive: Duration,
+    pub max_connections: usize,
+    pub max_header_bytes: usize,
+}
+
+fn bind(address: &str) -> Result<TcpListener, String> {
+    TcpListener::bind(address).map_err(|e| format!("cannot listen on {address}: {e}"))
+}
+
+fn build_info() -> BuildInfo {
+    BuildInfo {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        revision: option_env!("CHARTREG_GIT_REVISION")
+            .unwrap_or("unknown")
+            .to_owned(),
+    }
+}
+
+/// Runs the server until it is told to stop; returns once it has.
+pub fn run(registry: Registry, options: &ServeOptions, started: Instant) -> Result<(), String> {
+    let resolver = match &options.tls {
+        Some(files) => Some(Reloading::load(files.clone()).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let listener = bind(&options.listen)?;
+    let metrics_listener = options.metrics_listen.as_deref().map(bind).transpose()?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+
+    let summary = registry.summary();
+    let metrics = Arc::new(Metrics::new(summary, build_info()));
+    let ops = web::Data::new(Ops::new(
+        metrics.clone(),
+        options.max_header_bytes,
+        metrics_listener.is_none(),
+    ));
+    let registry = web::Data::new(registry);
+    let workers = options.workers.max(1);
+
+    actix_web::rt::System::new().block_on(async move {
+        let app_ops = ops.clone();
+        let server = HttpServer::new(move || http::app_with(registry.clone(), app_ops.clone()))
+            .workers(workers)
+            .disable_signals()
+            .shutdown_timeout(options.shutdown_timeout.as_secs_f64().ceil() as u64)
+            .client_request_timeout(options.request_header_timeout)
+            .keep_alive(KeepAlive::Timeout(options.keep_alive))
+            .max_connections(options.max_connections.div_ceil(workers).max(1));
+        let (server, scheme) = match &resolver {
+            Some(resolver) => {
+                let config = tls::server_config(resolver.clone()).map_err(|e| e.to_string())?;
+                resolver.watch(options.tls_reload_interval);
+                let server = server
+                    .listen_rustls_0_23(listener, config)
+                    .map_err(|e| format!("cannot serve TLS on {address}: {e}"))?;
+                (server, "https")
+            }
+            None => {
+                let server = server
+                    .listen(listener)
+                    .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+                (server, "http")
+            }
+        };
+        let server = server.run();
+        let mut handles = vec![server.handle()];
+
+        let mut metrics_server = None;
+        let mut metrics_note = String::new();
+        if let Some(listener) = metrics_listener {
+            let metrics_address = listener.local_addr().map_err(|e| e.to_string())?;
+            let metrics = metrics.clone();
+            let s = HttpServer::new(move || {
+                let metrics = metrics.clone();
+                App::new().route(
+                    "/metrics",
+                    web::get().to(move || {
+                        let metrics = metrics.clone();
+                        async move { http::metrics_response(&metrics) }
+                    }),
+                )
+            })
+            .workers(1)
+            .disable_signals()
+            .listen(listener)
+            .map_err(|e| format!("cannot listen on {metrics_address}: {e}"))?
+            .run();
+            handles.push(s.handle());
+            metrics_server = Some(s);
+            metrics_note = format!(", metrics on http://{metrics_address}/metrics");
+        }
+
+        ops.set_ready(true);
+        log::info!(
+            "serving {} repositories, {} tags, {} manifests, {} blobs ({} bytes) on {scheme}://{address}{metrics_note} (ready in {} ms)",
+            summary.repositories,
+            summary.tags,
+            summary.manifests,
+            summary.blobs,
+            summary.bytes,
+            started.elapsed().as_millis()
+        );
+        actix_web::rt::spawn(stop_on_signal(ops.clone(), handles, options.shutdown_delay));
+        if let Some(s) = metrics_server {
+            actix_web::rt::spawn(s);
+        }
+        server.await.map_err(|e| format!("server failed: {e}"))?;
+        log::info!("stopped");
+        Ok(())
+    })
+}
+
+/// Waits for SIGTERM or SIGINT, then shuts down as the module doc describes.
+async fn stop_on_signal(ops: web::Data<Ops>, handles: Vec<ServerHandle>, delay: Duration) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        log::error!("cannot handle SIGTERM/SIGINT; stop this process with SIGKILL");
+        return;
+    };
+    let first = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    ops.set_ready(false);
+    log::info!(
+        "{first}: not ready; serving for {} more, then draining",
+        humantime::format_duration(delay)
+    );
+    let graceful = async {
+        actix_web::rt::time::sleep(delay).await;
+        log::info!("closing listeners; waiting for requests in flight");
+        for handle in &handles {
+            handle.stop(true).await;
+        }
+    };
+    tokio::select! {
+        _ = graceful => {}
+        _ = term.recv() => force(&handles).await,
+        _ = int.recv() => force(&handles).await,
+    }
+}
+
+async fn force(handles: &[ServerHandle]) {
+    log::warn!("second signal: stopping now");
+    for handle in handles {
+        handle.stop(false).await;
+    }
+}
