@@ -1,15 +1,21 @@
-//! The build-time content switch: `CHARTREG_ASSETS=DIR cargo build` embeds another folder, files
-//! added to or removed from it are picked up by the next build, and a binary whose embedded
-//! content is corrupt refuses to start, naming the file.
+//! Binaries built with other content through the build-time switch `CHARTREG_ASSETS=DIR`:
+//! files added to or removed from the folder are picked up by the next build; a binary whose
+//! embedded content is corrupt refuses to start, naming the file; and a large download in
+//! flight survives a graceful shutdown.
 //!
-//! Builds go to their own target folder (`target/embed-test`) so that they never disturb the
-//! binary the other tests run.
+//! Builds go to their own target folder (`target/embed-test`), one at a time, and each binary
+//! is copied out before use, so that they never disturb the binary the other tests run or each
+//! other.
 
 mod common;
 
 use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use chartreg::oci::layout::{Files, ImageManifest, LayoutBuilder};
 use chartreg::oci::media_type;
@@ -32,8 +38,11 @@ fn write(dir: &Path, files: &Files) {
     }
 }
 
-/// Builds the binary embedding `assets`; returns its path.
+static BUILDS: Mutex<()> = Mutex::new(());
+
+/// Builds the binary embedding `assets`; returns the path of a copy of it in `assets`'s parent.
 fn build_with(assets: &Path) -> PathBuf {
+    let _one_at_a_time = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
     let target = common::root().join("target/embed-test");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
@@ -79,11 +88,13 @@ fn listed(bin: &Path) -> Vec<String> {
 
 #[test]
 fn other_content_is_embedded_at_build_time() {
-    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("assets");
+    let dir = dir.as_path();
     let one = layout("demo/one", b"first payload");
-    write(dir.path(), &one);
+    write(dir, &one);
 
-    let bin = build_with(dir.path());
+    let bin = build_with(dir);
     assert_eq!(listed(&bin), ["demo/one:v1"]);
 
     // Served from the binary, byte for byte.
@@ -105,19 +116,19 @@ fn other_content_is_embedded_at_build_time() {
     drop(server);
 
     // A folder added: the next build embeds it.
-    write(dir.path(), &layout("demo/two", b"second payload"));
-    let bin = build_with(dir.path());
+    write(dir, &layout("demo/two", b"second payload"));
+    let bin = build_with(dir);
     assert_eq!(listed(&bin), ["demo/one:v1", "demo/two:v1"]);
 
     // A folder removed: the next build drops it.
-    fs::remove_dir_all(dir.path().join("demo/two")).unwrap();
-    let bin = build_with(dir.path());
+    fs::remove_dir_all(dir.join("demo/two")).unwrap();
+    let bin = build_with(dir);
     assert_eq!(listed(&bin), ["demo/one:v1"]);
 
     // A blob whose bytes no longer match its name: the binary refuses to start.
-    let tampered = dir.path().join(blob_path);
+    let tampered = dir.join(blob_path);
     fs::write(&tampered, b"first pay1oad").unwrap();
-    let bin = build_with(dir.path());
+    let bin = build_with(dir);
     let out = Command::new(&bin)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .output()
@@ -128,4 +139,162 @@ fn other_content_is_embedded_at_build_time() {
         stderr.contains(blob_path.as_str()) && stderr.contains("content has digest"),
         "{stderr}"
     );
+}
+
+/// GETs `path` and reads the response slowly (`chunk` bytes, then `pause`), returning the
+/// status line and the body.
+fn slow_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+    chunk: usize,
+    pause: Duration,
+) -> (String, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    let mut buf = vec![0; chunk];
+    loop {
+        let n = stream.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        response.extend_from_slice(&buf[..n]);
+        std::thread::sleep(pause);
+    }
+    let split = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    (head, response[split + 4..].to_vec())
+}
+
+fn status_of(addr: std::net::SocketAddr, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.lines().next().map(str::to_owned)
+}
+
+#[test]
+fn sigterm_drains_a_large_download_and_exits_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("big");
+    let payload: Vec<u8> = (0..64u32 * 1024 * 1024)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let files = layout("demo/big", &payload);
+    write(&dir, &files);
+    let bin = build_with(&dir);
+    let digest = common::sha256(&payload);
+
+    let mut child = Command::new(&bin)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--shutdown-delay",
+            "1s",
+            "--shutdown-timeout",
+            "30s",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::sync::Arc::new(Mutex::new(String::new()));
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(addr) = line.split(" on http://").nth(1) {
+                let _ = tx.send(
+                    addr.split_whitespace()
+                        .next()
+                        .unwrap()
+                        .parse::<std::net::SocketAddr>()
+                        .unwrap(),
+                );
+            }
+            sink.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("server started");
+    assert_eq!(
+        status_of(addr, "/readyz").as_deref(),
+        Some("HTTP/1.1 200 OK")
+    );
+
+    // A download read at about 20 MiB/s: in flight for about 3 s.
+    let path = format!("/v2/demo/big/blobs/{digest}");
+    let download =
+        std::thread::spawn(move || slow_get(addr, &path, 256 * 1024, Duration::from_millis(12)));
+    std::thread::sleep(Duration::from_millis(300));
+
+    let signalled = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    // Not ready at once, but still serving during the delay.
+    let mut readyz = None;
+    for _ in 0..50 {
+        readyz = status_of(addr, "/readyz");
+        if readyz.as_deref() == Some("HTTP/1.1 503 Service Unavailable") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        readyz.as_deref(),
+        Some("HTTP/1.1 503 Service Unavailable"),
+        "{}",
+        log.lock().unwrap()
+    );
+    assert!(signalled.elapsed() < Duration::from_millis(900));
+    assert_eq!(
+        status_of(addr, "/v2/").as_deref(),
+        Some("HTTP/1.1 200 OK"),
+        "serving during the delay"
+    );
+
+    // After the delay the listener closes while the download goes on.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "no new connections after the delay"
+    );
+    assert!(
+        !download.is_finished(),
+        "the download was still in flight (read it slower)"
+    );
+
+    let (head, body) = download.join().unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body.len(), payload.len(), "the whole blob arrived");
+    assert_eq!(common::sha256(&body), digest, "intact");
+
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", log.lock().unwrap());
+    assert!(signalled.elapsed() >= Duration::from_secs(1));
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "nothing listens afterwards"
+    );
+    let log = log.lock().unwrap();
+    assert!(log.contains("SIGTERM: not ready"), "{log}");
+    assert!(log.contains("stopped"), "{log}");
 }
