@@ -1,0 +1,574 @@
+//! What operators rely on: health and readiness, Prometheus metrics, caching headers and
+//! conditional requests, request limits, and structured logs.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::http::{Method, StatusCode};
+use actix_web::test::{self, TestRequest};
+use actix_web::web;
+use chartreg::http::{IMMUTABLE, Ops, REVALIDATE, app_with};
+use chartreg::metrics::{BuildInfo, Metrics};
+use rstest::rstest;
+
+struct Reply {
+    status: StatusCode,
+    headers: actix_web::http::header::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Sends requests in order to one app; returns the replies and the app's metrics.
+async fn exchange(ready: bool, requests: Vec<TestRequest>) -> (Vec<Reply>, Arc<Metrics>) {
+    let registry = common::assets_registry();
+    let metrics = Arc::new(Metrics::new(
+        registry.summary(),
+        BuildInfo {
+            version: "test".into(),
+            revision: "r1".into(),
+        },
+    ));
+    let ops = Ops::new(metrics.clone(), 1024, true);
+    ops.set_ready(ready);
+    let app = test::init_service(app_with(web::Data::new(registry), web::Data::new(ops))).await;
+    let mut replies = Vec::new();
+    for req in requests {
+        let res = test::call_service(&app, req.to_request()).await;
+        let status = res.status();
+        let headers = res.headers().clone();
+        let body = test::read_body(res).await.to_vec();
+        replies.push(Reply {
+            status,
+            headers,
+            body,
+        });
+    }
+    (replies, metrics)
+}
+
+fn get(uri: &str) -> TestRequest {
+    TestRequest::get().uri(uri)
+}
+
+fn digest_of(repository: &str, tag: &str) -> String {
+    common::assets_registry()
+        .repository(&repository.parse().unwrap())
+        .unwrap()
+        .tag_digest(tag)
+        .unwrap()
+        .to_string()
+}
+
+fn chart_layer(tag: &str) -> String {
+    let registry = common::assets_registry();
+    let repo = registry
+        .repository(&"charts/hello".parse().unwrap())
+        .unwrap();
+    let m = repo.manifest(&tag.parse().unwrap()).unwrap();
+    let m: serde_json::Value = serde_json::from_slice(&m.data).unwrap();
+    m["layers"][0]["digest"].as_str().unwrap().to_owned()
+}
+
+#[actix_web::test]
+async fn health_and_readiness() {
+    let (r, _) = exchange(true, vec![get("/healthz"), get("/readyz")]).await;
+    assert_eq!(
+        (r[0].status, &r[0].body[..]),
+        (StatusCode::OK, &b"ok\n"[..])
+    );
+    assert_eq!(
+        (r[1].status, &r[1].body[..]),
+        (StatusCode::OK, &b"ready\n"[..])
+    );
+    let (r, _) = exchange(false, vec![get("/healthz"), get("/readyz"), get("/v2/")]).await;
+    assert_eq!(r[0].status, StatusCode::OK, "alive while not ready");
+    assert_eq!(r[1].status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r[2].status, StatusCode::OK, "still serving while not ready");
+}
+
+#[actix_web::test]
+async fn metrics_count_registry_traffic_only() {
+    let manifest = digest_of("charts/hello", "1.0.0");
+    let (r, metrics) = exchange(
+        true,
+        vec![
+            get("/v2/"),
+            get("/v2/charts/hello/manifests/1.0.0"),
+            get("/v2/charts/hello/manifests/1.0.0"),
+            TestRequest::default()
+                .method(Method::HEAD)
+                .uri(&format!("/v2/charts/hello/manifests/{manifest}")),
+            get("/v2/charts/hello/manifests/9.9.9"),
+            get(&format!("/v2/charts/hello/blobs/{}", chart_layer("1.0.0"))),
+            TestRequest::delete().uri("/v2/charts/hello/manifests/1.0.0"),
+            get("/v2/charts/hello/tags/list"),
+            get("/healthz"),
+            get("/readyz"),
+            get("/metrics"),
+        ],
+    )
+    .await;
+    let scrape = &r.last().unwrap();
+    assert_eq!(scrape.status, StatusCode::OK);
+    assert_eq!(
+        scrape.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    // The scrape above was rendered before its own (uncounted) request finished; render again
+    // now that every body has been dropped.
+    let text = metrics.render();
+    let parsed = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+        .expect("Prometheus text");
+    let value = |name: &str, labels: &[(&str, &str)]| -> Option<f64> {
+        parsed
+            .samples
+            .iter()
+            .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            })
+    };
+    let requests = "chartreg_http_requests_total";
+    assert_eq!(
+        value(
+            requests,
+            &[("route", "base"), ("method", "GET"), ("status", "200")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            requests,
+            &[("route", "manifests"), ("method", "GET"), ("status", "200")]
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        value(
+            requests,
+            &[
+                ("route", "manifests"),
+                ("method", "HEAD"),
+                ("status", "200")
+            ]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            requests,
+            &[("route", "manifests"), ("method", "GET"), ("status", "404")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            requests,
+            &[
+                ("route", "manifests"),
+                ("method", "other"),
+                ("status", "405")
+            ]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            requests,
+            &[("route", "blobs"), ("method", "GET"), ("status", "200")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            requests,
+            &[("route", "tags"), ("method", "GET"), ("status", "200")]
+        ),
+        Some(1.0)
+    );
+    let total: f64 = parsed
+        .samples
+        .iter()
+        .filter(|s| s.metric == requests)
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) => v,
+            _ => 0.0,
+        })
+        .sum();
+    assert_eq!(total, 8.0, "health, readiness and metrics are not counted");
+
+    // Bytes actually sent under the route: two GETs, the HEAD (the in-process test service
+    // reads a HEAD body; a real connection sends none), the 404 and the 405.
+    let manifest_bytes: usize = [1, 2, 3, 4, 6].iter().map(|&i| r[i].body.len()).sum();
+    assert_eq!(
+        value(
+            "chartreg_http_response_bytes_total",
+            &[("route", "manifests")]
+        ),
+        Some(manifest_bytes as f64)
+    );
+    let blob_bytes = value("chartreg_http_response_bytes_total", &[("route", "blobs")]).unwrap();
+    assert_eq!(blob_bytes, r[5].body.len() as f64);
+    let count = parsed
+        .samples
+        .iter()
+        .find(|s| {
+            s.metric == "chartreg_http_request_duration_seconds"
+                && s.labels.get("route") == Some("manifests")
+        })
+        .map(|s| match &s.value {
+            prometheus_parse::Value::Histogram(buckets) => buckets.last().map_or(0.0, |b| b.count),
+            _ => 0.0,
+        });
+    assert_eq!(count, Some(5.0), "histogram counts every manifests request");
+    assert_eq!(value("chartreg_content_repositories", &[]), Some(2.0));
+    assert_eq!(value("chartreg_content_tags", &[]), Some(6.0));
+    assert_eq!(
+        value(
+            "chartreg_build_info",
+            &[("version", "test"), ("revision", "r1")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[rstest]
+#[case::manifest_by_digest("manifest-digest", IMMUTABLE)]
+#[case::manifest_by_tag("manifest-tag", REVALIDATE)]
+#[case::blob("blob", IMMUTABLE)]
+#[actix_web::test]
+async fn caching_headers_and_conditional_requests(#[case] what: &str, #[case] cache_control: &str) {
+    let manifest = digest_of("charts/hello", "1.0.0");
+    let layer = chart_layer("1.0.0");
+    let (uri, digest) = match what {
+        "manifest-digest" => (
+            format!("/v2/charts/hello/manifests/{manifest}"),
+            manifest.clone(),
+        ),
+        "manifest-tag" => (
+            "/v2/charts/hello/manifests/1.0.0".to_owned(),
+            manifest.clone(),
+        ),
+        _ => (format!("/v2/charts/hello/blobs/{layer}"), layer.clone()),
+    };
+    let etag = format!("\"{digest}\"");
+    let other = format!("\"sha256:{}\"", "0".repeat(64));
+    let (r, _) = exchange(
+        true,
+        vec![
+            get(&uri),
+            get(&uri).insert_header(("if-none-match", etag.as_str())),
+            get(&uri).insert_header(("if-none-match", format!("{other}, W/{etag}"))),
+            get(&uri).insert_header(("if-none-match", "*")),
+            get(&uri).insert_header(("if-none-match", other.as_str())),
+            TestRequest::default()
+                .method(Method::HEAD)
+                .uri(&uri)
+                .insert_header(("if-none-match", etag.as_str())),
+        ],
+    )
+    .await;
+    assert_eq!(r[0].status, StatusCode::OK);
+    assert_eq!(r[0].header("etag"), Some(etag.as_str()));
+    assert_eq!(r[0].header("cache-control"), Some(cache_control));
+    for (i, reply) in r[1..4].iter().chain([&r[5]]).enumerate() {
+        assert_eq!(
+            reply.status,
+            StatusCode::NOT_MODIFIED,
+            "conditional request {i}"
+        );
+        assert!(reply.body.is_empty());
+        assert_eq!(reply.header("etag"), Some(etag.as_str()));
+        assert_eq!(reply.header("cache-control"), Some(cache_control));
+        assert_eq!(reply.header("docker-content-digest"), Some(digest.as_str()));
+    }
+    assert_eq!(r[4].status, StatusCode::OK, "another ETag does not match");
+    assert_eq!(r[4].body, r[0].body);
+}
+
+#[actix_web::test]
+async fn if_range_with_another_validator_gets_the_whole_blob() {
+    let layer = chart_layer("1.0.0");
+    let uri = format!("/v2/charts/hello/blobs/{layer}");
+    let (r, _) = exchange(
+        true,
+        vec![
+            get(&uri),
+            get(&uri)
+                .insert_header(("range", "bytes=0-9"))
+                .insert_header(("if-range", format!("\"{layer}\""))),
+            get(&uri)
+                .insert_header(("range", "bytes=0-9"))
+                .insert_header(("if-range", "\"something-else\"")),
+        ],
+    )
+    .await;
+    assert_eq!(r[1].status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(r[1].body, r[0].body[..10]);
+    assert_eq!(r[2].status, StatusCode::OK);
+    assert_eq!(r[2].body, r[0].body);
+}
+
+#[actix_web::test]
+async fn oversized_request_heads_get_431() {
+    // The test app caps heads at 1024 bytes.
+    let (r, _) = exchange(
+        true,
+        vec![
+            get("/v2/").insert_header(("x-padding", "a".repeat(900))),
+            get("/v2/").insert_header(("x-padding", "a".repeat(1100))),
+            get(&format!(
+                "/v2/charts/hello/tags/list?last={}",
+                "a".repeat(1100)
+            )),
+        ],
+    )
+    .await;
+    assert_eq!(r[0].status, StatusCode::OK);
+    for reply in &r[1..] {
+        assert_eq!(reply.status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+        let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(v["errors"][0]["code"], "REQUEST_HEADER_FIELDS_TOO_LARGE");
+    }
+}
+
+/// `chartreg serve` with extra arguments; returns the child, its main address and a log reader.
+struct Served {
+    child: std::process::Child,
+    addr: SocketAddr,
+    log: Arc<std::sync::Mutex<String>>,
+}
+
+impl Served {
+    fn start(args: &[&str]) -> Served {
+        let mut child = Command::new(common::chartreg_bin())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = log.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split(" on http://").nth(1) {
+                    let addr = rest.split([' ', ',', '"']).next().unwrap().to_owned();
+                    let _ = tx.send(addr);
+                }
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("server started");
+        Served {
+            child,
+            addr: addr.parse().unwrap(),
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_get(addr: SocketAddr, path: &str, extra: &str) -> (String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    let _ = s.read_to_end(&mut response);
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(response.len());
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let body = response.get(split + 4..).unwrap_or_default().to_vec();
+    (head, body)
+}
+
+#[test]
+fn metrics_can_have_their_own_listener() {
+    let served = Served::start(&["--metrics-listen", "127.0.0.1:0"]);
+    let log = served.log();
+    let metrics_addr = log
+        .split("metrics on http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("the summary line names the metrics address: {log}"))
+        .to_owned();
+    let (head, _) = http_get(served.addr, "/v2/charts/hello/tags/list", "");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (head, _) = http_get(served.addr, "/metrics", "");
+    assert!(
+        head.starts_with("HTTP/1.1 404"),
+        "metrics are not on the main listener: {head}"
+    );
+    let mut text = String::new();
+    for _ in 0..100 {
+        let (head, body) = http_get(metrics_addr.parse().unwrap(), "/metrics", "");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        text = String::from_utf8(body).unwrap();
+        if text.contains(r#"route="tags",method="GET",status="200"} 1"#) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        text.contains(r#"chartreg_http_requests_total{route="tags",method="GET",status="200"} 1"#),
+        "{text}"
+    );
+    assert!(
+        !text.contains(r#"status="404"} "#),
+        "the 404 for /metrics is not registry traffic: {text}"
+    );
+}
+
+#[test]
+fn json_logs_carry_access_fields() {
+    let served = Served::start(&["--log-format", "json"]);
+    let (head, body) = http_get(served.addr, "/v2/charts/hello/tags/list", "");
+    assert!(head.starts_with("HTTP/1.1 200"));
+    let mut access = None;
+    for _ in 0..100 {
+        access = served
+            .log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["target"] == "chartreg::access");
+        if access.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let access = access.unwrap_or_else(|| panic!("no JSON access line in:\n{}", served.log()));
+    assert_eq!(access["method"], "GET");
+    assert_eq!(access["path"], "/v2/charts/hello/tags/list");
+    assert_eq!(access["status"], 200);
+    assert_eq!(access["bytes"], body.len());
+    assert_eq!(access["peer"], "127.0.0.1");
+    assert!(access["duration_ms"].as_f64().unwrap() >= 0.0);
+    assert_eq!(access["level"], "INFO");
+    for line in served.log().lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["message"].is_string(), "{line}");
+    }
+}
+
+#[test]
+fn a_slow_client_is_cut_off_while_others_are_served() {
+    let served = Served::start(&["--request-header-timeout", "2s", "--workers", "1"]);
+    let addr = served.addr;
+    let slow = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let started = Instant::now();
+        let request = b"GET /v2/charts/hello/tags/list HTTP/1.1\r\nHost: slow\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+        for byte in request {
+            if s.write_all(&[*byte]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+            if started.elapsed() > Duration::from_secs(15) {
+                break;
+            }
+        }
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer);
+        (
+            started.elapsed(),
+            String::from_utf8_lossy(&answer).into_owned(),
+        )
+    });
+    // Meanwhile, with a single worker, everyone else is served promptly.
+    for _ in 0..10 {
+        let started = Instant::now();
+        let (head, _) = http_get(addr, "/v2/charts/hello/tags/list", "");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (took, answer) = slow.join().unwrap();
+    assert!(
+        took < Duration::from_secs(6),
+        "cut off near the 2 s deadline, not after {took:?}"
+    );
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn oversized_header_block_gets_431_from_the_server() {
+    let served = Served::start(&[]);
+    let (head, body) = http_get(
+        served.addr,
+        "/v2/",
+        &format!("X-Big: {}\r\n", "b".repeat(20 * 1024)),
+    );
+    assert!(head.starts_with("HTTP/1.1 431"), "{head}");
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["errors"][0]["code"], "REQUEST_HEADER_FIELDS_TOO_LARGE");
+    let (head, _) = http_get(
+        served.addr,
+        "/v2/",
+        &format!("X-Ok: {}\r\n", "b".repeat(8 * 1024)),
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (head, _) = http_get(
+        served.addr,
+        "/v2/",
+        &format!("X-Huge: {}\r\n", "b".repeat(64 * 1024)),
+    );
+    assert!(
+        head.starts_with("HTTP/1.1 431"),
+        "even above actix's own limit: {head}"
+    );
+}
+
+#[test]
+fn durations_need_units() {
+    let out = Command::new(common::chartreg_bin())
+        .args(["serve", "--shutdown-delay", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("with a unit"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
