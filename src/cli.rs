@@ -176,6 +176,7 @@ where
         Some(Command::Pack(args)) => run_pack(&args),
         Some(Command::Ls(args)) => ls(&args, content),
     };
+    crate::logging::finish();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
