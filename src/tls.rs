@@ -90,7 +90,12 @@ fn certified_key(
     let pair_error = |e: rustls::Error| TlsError::Pair {
         cert: files.cert.clone(),
         key: files.key.clone(),
-        reason: e.to_string(),
+        reason: match e {
+            rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+                "the private key does not belong to the certificate".to_owned()
+            }
+            other => other.to_string(),
+        },
     };
     let certified = CertifiedKey::from_der(chain, key, &provider()).map_err(pair_error)?;
     // `from_der` lets "cannot tell" pass; chartreg wants a definite match.
@@ -116,8 +121,16 @@ fn read_both(files: &TlsFiles) -> Result<Seen, TlsError> {
 pub struct Reloading {
     files: TlsFiles,
     current: RwLock<Arc<CertifiedKey>>,
-    /// The bytes of the pair in use, and of the last bad pair (reported once).
-    seen: Mutex<(Seen, Option<Seen>)>,
+    /// The bytes of the pair in use, and the last problem reported (each is reported once).
+    seen: Mutex<(Seen, Option<Problem>)>,
+}
+
+/// A reload that did not happen: unreadable files, or a bad pair (with its bytes, so that it
+/// is not parsed again until the files change).
+#[derive(Debug, PartialEq, Eq)]
+enum Problem {
+    Unreadable(String),
+    BadPair(Seen),
 }
 
 impl fmt::Debug for Reloading {
@@ -156,22 +169,32 @@ impl Reloading {
     }
 
     /// Re-reads the files and installs the pair when their bytes changed and they are good.
-    /// Returns whether a new pair was installed. A bad pair is reported once, then ignored
-    /// until the files change again.
+    /// Returns whether a new pair was installed. A problem (unreadable files, a bad pair) is
+    /// logged once, not at every poll, until it changes.
     pub fn refresh(&self) -> bool {
         let mut seen = match self.seen.lock() {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let (last, last_bad) = &mut *seen;
+        let (last, reported) = &mut *seen;
+        let report = |reported: &mut Option<Problem>, problem: Problem, message: String| {
+            if reported.as_ref() != Some(&problem) {
+                log::warn!("TLS reload: {message}; still serving the previous certificate");
+                *reported = Some(problem);
+            }
+        };
         let read = match read_both(&self.files) {
             Ok(read) => read,
             Err(e) => {
-                log::warn!("TLS reload: {e}; still serving the previous certificate");
+                report(reported, Problem::Unreadable(e.to_string()), e.to_string());
                 return false;
             }
         };
-        if read == *last || last_bad.as_ref() == Some(&read) {
+        if read == *last {
+            *reported = None;
+            return false;
+        }
+        if *reported == Some(Problem::BadPair(read.clone())) {
             return false;
         }
         match certified_key(&self.files, &read.cert, &read.key) {
@@ -181,7 +204,7 @@ impl Reloading {
                     Err(poisoned) => *poisoned.into_inner() = Arc::new(key),
                 }
                 *last = read;
-                *last_bad = None;
+                *reported = None;
                 log::info!(
                     "TLS reload: now serving the certificate in {}",
                     self.files.cert.display()
@@ -189,8 +212,7 @@ impl Reloading {
                 true
             }
             Err(e) => {
-                log::warn!("TLS reload: {e}; still serving the previous certificate");
-                *last_bad = Some(read);
+                report(reported, Problem::BadPair(read), e.to_string());
                 false
             }
         }

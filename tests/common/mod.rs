@@ -522,3 +522,72 @@ pub fn generated_layout(
         manifest_digest,
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the TLS tests (tests/tls.rs).
+// ---------------------------------------------------------------------------------------------
+
+/// Where the summary line says the main listener is: the address after the first
+/// ` on http://` or ` on https://` (a metrics address may follow it on the same line).
+fn served_address(line: &str) -> Option<SocketAddr> {
+    let start = [" on http://", " on https://"]
+        .iter()
+        .filter_map(|marker| line.find(marker).map(|at| at + marker.len()))
+        .min()?;
+    line[start..]
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .next()?
+        .parse()
+        .ok()
+}
+
+impl Process {
+    /// `bin serve --listen 127.0.0.1:0 ARGS...` with extra environment variables; waits for the
+    /// summary line, plain HTTP or HTTPS (`addr` is then the HTTPS listener).
+    pub fn start_args(bin: &Path, args: &[&str], env: &[(&str, &str)]) -> Process {
+        let mut child = Command::new(bin)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chartreg starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = log.clone();
+        thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                {
+                    let mut log = sink.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+                if let Some(addr) = served_address(&line)
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(addr);
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(addr) => Process { child, addr, log },
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                // Give the reader a moment to take the last lines of a process that exited.
+                thread::sleep(Duration::from_millis(100));
+                panic!("chartreg did not start:\n{}", log.lock().unwrap());
+            }
+        }
+    }
+
+    /// `https://127.0.0.1:PORT`
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+}
