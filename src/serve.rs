@@ -127,6 +127,9 @@ pub fn run(registry: Registry, options: &ServeOptions, started: Instant) -> Resu
             metrics_note = format!(", metrics on http://{metrics_address}/metrics");
         }
 
+        // Listen for signals before saying we are ready, so that no signal finds the default
+        // action (terminate) in place.
+        let signals = Signals::listen()?;
         ops.set_ready(true);
         log::info!(
             "serving {} repositories, {} tags, {} manifests, {} blobs ({} bytes) on {scheme}://{address}{metrics_note} (ready in {} ms)",
@@ -137,7 +140,7 @@ pub fn run(registry: Registry, options: &ServeOptions, started: Instant) -> Resu
             summary.bytes,
             started.elapsed().as_millis()
         );
-        actix_web::rt::spawn(stop_on_signal(ops.clone(), handles, options.shutdown_delay));
+        actix_web::rt::spawn(stop_on_signal(signals, ops.clone(), handles, options.shutdown_delay));
         if let Some(s) = metrics_server {
             actix_web::rt::spawn(s);
         }
@@ -147,20 +150,39 @@ pub fn run(registry: Registry, options: &ServeOptions, started: Instant) -> Resu
     })
 }
 
+/// SIGTERM and SIGINT, taken over from their default action.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> Result<Signals, String> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term =
+            signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+        let int =
+            signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+        Ok(Signals { term, int })
+    }
+
+    /// The name of the next signal to arrive.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
+}
+
 /// Waits for SIGTERM or SIGINT, then shuts down as the module doc describes.
-async fn stop_on_signal(ops: web::Data<Ops>, handles: Vec<ServerHandle>, delay: Duration) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        log::error!("cannot handle SIGTERM/SIGINT; stop this process with SIGKILL");
-        return;
-    };
-    let first = tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    };
+async fn stop_on_signal(
+    mut signals: Signals,
+    ops: web::Data<Ops>,
+    handles: Vec<ServerHandle>,
+    delay: Duration,
+) {
+    let first = signals.next().await;
     ops.set_ready(false);
     log::info!(
         "{first}: not ready; serving for {} more, then draining",
@@ -175,8 +197,7 @@ async fn stop_on_signal(ops: web::Data<Ops>, handles: Vec<ServerHandle>, delay: 
     };
     tokio::select! {
         _ = graceful => {}
-        _ = term.recv() => force(&handles).await,
-        _ = int.recv() => force(&handles).await,
+        _ = signals.next() => force(&handles).await,
     }
 }
 

@@ -572,3 +572,171 @@ fn durations_need_units() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn sigint_is_a_graceful_stop_too() {
+    let mut served = Served::start(&["--shutdown-delay", "300ms"]);
+    let pid = served.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = Instant::now();
+    let mut readyz = String::new();
+    for _ in 0..20 {
+        readyz = http_get(served.addr, "/readyz", "").0;
+        if readyz.starts_with("HTTP/1.1 503") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(readyz.starts_with("HTTP/1.1 503"), "{readyz}");
+    let status = served.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", served.log());
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert!(
+        served.log().contains("SIGINT: not ready"),
+        "{}",
+        served.log()
+    );
+}
+
+/// Sends one keep-alive request on `stream` and reads its response (Content-Length framed).
+fn keep_alive_get(stream: &mut TcpStream, path: &str) -> std::io::Result<String> {
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: t\r\n\r\n")?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body)?;
+    Ok(head)
+}
+
+#[test]
+fn idle_keep_alive_connections_are_closed() {
+    let served = Served::start(&["--keep-alive", "1s"]);
+    let mut stream = TcpStream::connect(served.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert!(
+        keep_alive_get(&mut stream, "/v2/")
+            .unwrap()
+            .starts_with("HTTP/1.1 200")
+    );
+    assert!(
+        keep_alive_get(&mut stream, "/v2/")
+            .unwrap()
+            .starts_with("HTTP/1.1 200"),
+        "kept alive"
+    );
+    let idle = Instant::now();
+    let mut rest = Vec::new();
+    let closed = stream.read_to_end(&mut rest);
+    assert!(closed.is_ok() && rest.is_empty(), "{closed:?} {rest:?}");
+    let waited = idle.elapsed();
+    assert!(
+        waited >= Duration::from_millis(800) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn connections_beyond_the_cap_wait_their_turn() {
+    let served = Served::start(&[
+        "--max-connections",
+        "2",
+        "--workers",
+        "1",
+        "--keep-alive",
+        "30s",
+    ]);
+    let mut held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = TcpStream::connect(served.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            assert!(
+                keep_alive_get(&mut s, "/v2/")
+                    .unwrap()
+                    .starts_with("HTTP/1.1 200")
+            );
+            s
+        })
+        .collect();
+    let mut third = TcpStream::connect(served.addr).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    write!(third, "GET /v2/ HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let mut byte = [0u8; 1];
+    let waiting = third.read(&mut byte);
+    assert!(
+        waiting.is_err(),
+        "the third connection was served beyond the cap: {waiting:?}"
+    );
+    held.pop();
+    third
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut answer = vec![byte[0]; 0];
+    let mut buf = [0u8; 512];
+    let n = third.read(&mut buf).unwrap();
+    answer.extend_from_slice(&buf[..n]);
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
+#[test]
+fn a_second_signal_stops_at_once() {
+    let mut served = Served::start(&["--shutdown-delay", "60s"]);
+    let pid = served.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    for _ in 0..100 {
+        if served.log().contains("SIGTERM: not ready") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let started = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = served.child.wait().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(status.code(), Some(0), "{}", served.log());
+    assert!(served.log().contains("second signal"), "{}", served.log());
+}
