@@ -26,6 +26,7 @@ mod error;
 mod observe;
 mod pagination;
 mod range;
+mod routes;
 
 use std::io;
 use std::net::TcpListener;
@@ -49,6 +50,7 @@ pub use error::{ALLOWED_METHODS, ApiError, ErrorCode};
 pub use observe::OPERATIONS_PATHS;
 pub use pagination::Page;
 pub use range::{RangeSpec, Selection};
+pub use routes::{Route, classify};
 
 pub const API_VERSION_HEADER: &str = "Docker-Distribution-API-Version";
 pub const API_VERSION: &str = "registry/2.0";
@@ -142,29 +144,10 @@ pub fn app_with(
         .app_data(ops)
         .wrap(from_fn(observe::observe))
         .wrap(DefaultHeaders::new().add((API_VERSION_HEADER, API_VERSION)))
-        .service(endpoint("/healthz", "healthz", healthz))
-        .service(endpoint("/readyz", "readyz", readyz))
-        .service(endpoint("/metrics", "metrics", metrics))
-        .service(
-            web::scope("/v2")
-                .service(endpoint("", "base", base))
-                .service(endpoint("/", "base", base))
-                .service(endpoint("/_catalog", "catalog", catalog))
-                .service(endpoint("/{name:.+}/tags/list", "tags", tags_list))
-                .service(endpoint(
-                    "/{name:.+}/manifests/{reference}",
-                    "manifests",
-                    manifest,
-                ))
-                .service(endpoint("/{name:.+}/blobs/{digest}", "blobs", blob))
-                .service(endpoint(
-                    "/{name:.+}/referrers/{digest}",
-                    "referrers",
-                    referrers,
-                ))
-                .default_service(web::to(unmatched)),
-        )
-        .default_service(web::to(unmatched))
+        .service(endpoint("/healthz", healthz))
+        .service(endpoint("/readyz", readyz))
+        .service(endpoint("/metrics", metrics))
+        .default_service(web::to(api))
 }
 
 /// Serves `registry` on `listener` with default settings until the server stops.
@@ -176,19 +159,17 @@ pub async fn serve(listener: TcpListener, registry: Registered) -> io::Result<()
         .await
 }
 
-/// A resource named `name` (the route label in metrics) answering GET and HEAD with
-/// `handler`, and 405 to every other method.
-fn endpoint<F, Args>(path: &str, name: &str, handler: F) -> Resource
+/// A resource answering GET and HEAD with `handler`, and 405 to every other method.
+fn endpoint<F, Args>(path: &str, handler: F) -> Resource
 where
     F: actix_web::Handler<Args>,
     Args: actix_web::FromRequest + 'static,
     F::Output: actix_web::Responder + 'static,
 {
     web::resource(path)
-        .name(name)
         .route(web::get().to(handler.clone()))
         .route(web::head().to(handler))
-        .default_service(web::to(unmatched))
+        .default_service(web::to(api))
 }
 
 /// `GET /healthz`: the process is alive.
@@ -228,20 +209,24 @@ pub fn metrics_response(metrics: &Metrics) -> HttpResponse {
         .body(metrics.render())
 }
 
-/// Whatever no endpoint answered: a write on `/v2` (405) or an unknown path (404).
-async fn unmatched(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+/// Everything but the operations endpoints: the registry API (see [`routes`]). Writes under
+/// `/v2` get 405; unknown paths get 404.
+async fn api(req: HttpRequest, registry: Registered) -> Result<HttpResponse, ApiError> {
     let path = req.path();
-    Err(
-        if matches!(*req.method(), Method::GET | Method::HEAD) || !path.starts_with("/v2") {
-            ApiError::NoRoute(path.to_owned())
-        } else {
-            ApiError::MethodNotAllowed(req.method().to_string())
-        },
-    )
-}
-
-fn name_of(req: &HttpRequest) -> Result<RepositoryName, ApiError> {
-    Ok(req.match_info().query("name").parse()?)
+    let read = matches!(*req.method(), Method::GET | Method::HEAD);
+    if !read && routes::is_api(path) {
+        return Err(ApiError::MethodNotAllowed(req.method().to_string()));
+    }
+    let route = routes::classify(path).filter(|_| read);
+    match route {
+        None => Err(ApiError::NoRoute(path.to_owned())),
+        Some(Route::Base) => Ok(base()),
+        Some(Route::Catalog) => catalog(&req, &registry),
+        Some(Route::Tags { name }) => tags_list(&req, &registry, name),
+        Some(Route::Manifest { name, reference }) => manifest(&req, &registry, name, reference),
+        Some(Route::Blob { name, digest }) => blob(&req, &registry, name, digest),
+        Some(Route::Referrers { name, digest }) => referrers(&req, &registry, name, digest),
+    }
 }
 
 fn json_response(
@@ -257,7 +242,7 @@ fn json_response(
 }
 
 /// `GET /v2/`: the API is here, and needs no authentication.
-async fn base() -> HttpResponse {
+fn base() -> HttpResponse {
     json_response(StatusCode::OK, "application/json", &serde_json::json!({}))
 }
 
@@ -290,8 +275,8 @@ struct Catalog<'a> {
 }
 
 /// `GET /v2/_catalog?n=&last=`
-async fn catalog(req: HttpRequest, registry: Registered) -> Result<HttpResponse, ApiError> {
-    let (repositories, link) = paged(&req, registry.catalog())?;
+fn catalog(req: &HttpRequest, registry: &Registry) -> Result<HttpResponse, ApiError> {
+    let (repositories, link) = paged(req, registry.catalog())?;
     let response = json_response(
         StatusCode::OK,
         "application/json",
@@ -307,10 +292,10 @@ struct TagList<'a> {
 }
 
 /// `GET /v2/<name>/tags/list?n=&last=`
-async fn tags_list(req: HttpRequest, registry: Registered) -> Result<HttpResponse, ApiError> {
-    let name = name_of(&req)?;
+fn tags_list(req: &HttpRequest, registry: &Registry, name: &str) -> Result<HttpResponse, ApiError> {
+    let name: RepositoryName = name.parse()?;
     let repository = registry.repository(&name)?;
-    let (tags, link) = paged(&req, repository.tags())?;
+    let (tags, link) = paged(req, repository.tags())?;
     let body = TagList {
         name: repository.name(),
         tags,
@@ -323,16 +308,21 @@ async fn tags_list(req: HttpRequest, registry: Registered) -> Result<HttpRespons
 
 /// `GET /v2/<name>/manifests/<tag or digest>`: the stored bytes, with the media type the
 /// layout's descriptor gave.
-async fn manifest(req: HttpRequest, registry: Registered) -> Result<HttpResponse, ApiError> {
-    let name = name_of(&req)?;
-    let reference: Reference = req.match_info().query("reference").parse()?;
+fn manifest(
+    req: &HttpRequest,
+    registry: &Registry,
+    name: &str,
+    reference: &str,
+) -> Result<HttpResponse, ApiError> {
+    let name: RepositoryName = name.parse()?;
+    let reference: Reference = reference.parse()?;
     let manifest = registry.repository(&name)?.manifest(&reference)?;
     let cache_control = match reference {
         Reference::Digest(_) => IMMUTABLE,
         Reference::Tag(_) => REVALIDATE,
     };
     let etag = etag_of(&manifest.digest);
-    let not_modified = none_match(&req, &etag);
+    let not_modified = none_match(req, &etag);
     let mut response = if not_modified {
         HttpResponse::NotModified()
     } else {
@@ -368,13 +358,18 @@ fn none_match(req: &HttpRequest, etag: &str) -> bool {
 }
 
 /// `GET /v2/<name>/blobs/<digest>`, with single byte ranges.
-async fn blob(req: HttpRequest, registry: Registered) -> Result<HttpResponse, ApiError> {
-    let name = name_of(&req)?;
-    let digest: Digest = req.match_info().query("digest").parse()?;
+fn blob(
+    req: &HttpRequest,
+    registry: &Registry,
+    name: &str,
+    digest: &str,
+) -> Result<HttpResponse, ApiError> {
+    let name: RepositoryName = name.parse()?;
+    let digest: Digest = digest.parse()?;
     let blob = registry.repository(&name)?.blob(&digest)?;
     let size = blob.data.len() as u64;
     let etag = etag_of(&digest);
-    if none_match(&req, &etag) {
+    if none_match(req, &etag) {
         let mut response = HttpResponse::NotModified();
         with_blob_headers(&mut response, &digest, etag);
         return Ok(response.finish());
@@ -441,9 +436,14 @@ struct ReferrersIndex<'a> {
 
 /// `GET /v2/<name>/referrers/<digest>?artifactType=`: an image index of the manifests whose
 /// subject is `<digest>` (empty when there are none).
-async fn referrers(req: HttpRequest, registry: Registered) -> Result<HttpResponse, ApiError> {
-    let name = name_of(&req)?;
-    let subject: Digest = req.match_info().query("digest").parse()?;
+fn referrers(
+    req: &HttpRequest,
+    registry: &Registry,
+    name: &str,
+    subject: &str,
+) -> Result<HttpResponse, ApiError> {
+    let name: RepositoryName = name.parse()?;
+    let subject: Digest = subject.parse()?;
     let query: ReferrersQuery = serde_urlencoded::from_str(req.query_string())
         .map_err(|e| ApiError::Pagination(e.to_string()))?;
     let artifact_type = query.artifact_type.filter(|t| !t.is_empty());

@@ -137,7 +137,7 @@ pub async fn observe(
     };
     let record = Record {
         metrics: ops.metrics.clone(),
-        route: route_index(response.request().match_name()),
+        route: route_index(super::routes::classify(response.request().path()).map(|r| r.label())),
         status: response.status().as_u16(),
         method,
         path,
