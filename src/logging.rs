@@ -6,11 +6,16 @@
 //! Lines are formatted where they are logged, then handed to a background thread that writes
 //! them to stderr in batches (flushing whenever it has nothing more to write), so a request
 //! never waits for a write to stderr. [`finish`] writes out what is pending before exit.
+//!
+//! Access lines, one per request, skip env_logger's general formatting: [`access`] checks the
+//! filter, formats the line straight into a buffer and queues it.
 
 use std::io::{self, BufWriter, Write};
+use std::net::IpAddr;
 use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
+use std::time::SystemTime;
 
 use log::kv::{Key, Value, VisitSource};
 use serde_json::{Map, Number};
@@ -51,6 +56,66 @@ enum Message {
 }
 
 static WRITER: OnceLock<SyncSender<Message>> = OnceLock::new();
+static FORMAT: OnceLock<LogFormat> = OnceLock::new();
+
+/// The target access lines are logged under (`RUST_LOG=chartreg::access=off` turns them off).
+pub const ACCESS_TARGET: &str = "chartreg::access";
+
+/// One request, as the access line tells it.
+#[derive(Debug, serde::Serialize)]
+pub struct Access<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub status: u16,
+    pub bytes: u64,
+    pub duration_ms: f64,
+    pub peer: Option<IpAddr>,
+}
+
+#[derive(serde::Serialize)]
+struct AccessJson<'a> {
+    ts: String,
+    level: &'static str,
+    target: &'static str,
+    message: String,
+    #[serde(flatten)]
+    access: &'a Access<'a>,
+}
+
+/// Logs one access line (when the filter lets `chartreg::access` info lines through).
+pub fn access(a: &Access<'_>) {
+    if !log::log_enabled!(target: ACCESS_TARGET, log::Level::Info) {
+        return;
+    }
+    let peer = a.peer.map(|p| p.to_string()).unwrap_or_default();
+    let message = format_args!(
+        "{} {} {} {} {:.3}ms {}",
+        a.method, a.path, a.status, a.bytes, a.duration_ms, peer
+    );
+    let Some(writer) = WRITER.get() else {
+        log::info!(target: ACCESS_TARGET, "{message}");
+        return;
+    };
+    let ts = humantime::format_rfc3339_millis(SystemTime::now());
+    let mut line = Vec::with_capacity(160);
+    let written = match FORMAT.get() {
+        Some(LogFormat::Json) => {
+            let json = AccessJson {
+                ts: ts.to_string(),
+                level: "INFO",
+                target: ACCESS_TARGET,
+                message: message.to_string(),
+                access: a,
+            };
+            serde_json::to_writer(&mut line, &json).map_err(io::Error::from)
+        }
+        _ => write!(line, "[{ts} INFO  {ACCESS_TARGET}] {message}"),
+    };
+    if written.is_ok() {
+        line.push(b'\n');
+        let _ = writer.send(Message::Line(line));
+    }
+}
 
 /// The writer thread: append lines to a buffer, flush when the queue runs dry.
 fn write_lines(queue: Receiver<Message>) {
@@ -104,6 +169,10 @@ pub fn finish() {
 pub fn init(format: LogFormat) {
     let mut builder =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(DEFAULT_FILTER));
+    // The formats below write no colours; `Always` keeps env_logger from scanning every line
+    // for escape codes to strip.
+    builder.write_style(env_logger::WriteStyle::Always);
+    let _ = FORMAT.set(format);
     if WRITER.get().is_none() {
         let (tx, rx) = sync_channel(PENDING_LINES);
         let spawned = thread::Builder::new()

@@ -16,9 +16,10 @@ use actix_web::body::{BodySize, BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::web::Bytes;
-use actix_web::{Error, web};
+use actix_web::{Error, HttpRequest, web};
 
 use super::{ApiError, Ops};
+use crate::logging;
 use crate::metrics::{Metrics, route_index};
 
 /// Paths that are not registry traffic.
@@ -41,30 +42,26 @@ fn head_bytes(req: &ServiceRequest) -> usize {
 struct Record {
     metrics: Arc<Metrics>,
     route: usize,
-    method: String,
-    path: String,
+    /// The request (a reference-counted handle): method, path and peer without copies.
+    request: HttpRequest,
     status: u16,
-    peer: String,
     started: Instant,
 }
 
 impl Record {
     fn finish(self, bytes: u64) {
         let took = self.started.elapsed();
+        let method = self.request.method().as_str();
         self.metrics
-            .record(self.route, &self.method, self.status, bytes, took);
-        let ms = took.as_secs_f64() * 1000.0;
-        log::info!(
-            target: "chartreg::access",
-            method = self.method.as_str(),
-            path = self.path.as_str(),
-            status = self.status,
-            bytes = bytes,
-            duration_ms = ms,
-            peer = self.peer.as_str();
-            "{} {} {} {} {:.3}ms {}",
-            self.method, self.path, self.status, bytes, ms, self.peer
-        );
+            .record(self.route, method, self.status, bytes, took);
+        logging::access(&logging::Access {
+            method,
+            path: self.request.path(),
+            status: self.status,
+            bytes,
+            duration_ms: took.as_secs_f64() * 1000.0,
+            peer: self.request.peer_addr().map(|a| a.ip()),
+        });
     }
 }
 
@@ -124,24 +121,17 @@ pub async fn observe(
             .map_into_boxed_body()
             .map_into_right_body());
     };
-    let method = req.method().to_string();
-    let path = req.path().to_owned();
-    let peer = req
-        .peer_addr()
-        .map(|a| a.ip().to_string())
-        .unwrap_or_default();
     let response = if head_bytes(&req) > ops.max_header_bytes {
         req.error_response(ApiError::HeadersTooLarge(ops.max_header_bytes))
     } else {
         next.call(req).await?.map_into_boxed_body()
     };
+    let request = response.request().clone();
     let record = Record {
         metrics: ops.metrics.clone(),
-        route: route_index(super::routes::classify(response.request().path()).map(|r| r.label())),
+        route: route_index(super::routes::classify(request.path()).map(|r| r.label())),
         status: response.status().as_u16(),
-        method,
-        path,
-        peer,
+        request,
         started,
     };
     Ok(response
