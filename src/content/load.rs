@@ -127,6 +127,7 @@ pub(super) fn registry(
             .insert(repository.name.clone(), repository);
     }
     registry.catalog.sort();
+    registry.catalog_json = listing(&serde_json::json!({ "repositories": registry.catalog }));
     registry.summary.repositories = registry.catalog.len();
     registry.summary.bytes = distinct.values().sum();
     Ok(registry)
@@ -265,6 +266,10 @@ fn load_layout(layout: &Layout<'_>) -> Result<Repository, LoadError> {
     }
     repository.sorted_tags = repository.tags.keys().cloned().collect();
     repository.sorted_tags.sort();
+    repository.tags_json = listing(&serde_json::json!({
+        "name": repository.name,
+        "tags": repository.sorted_tags,
+    }));
     for referrers in repository.referrers.values_mut() {
         referrers.sort_by(|a, b| a.digest.cmp(&b.digest));
     }
@@ -354,6 +359,7 @@ impl Loader<'_, '_> {
                         blob.digest.clone(),
                         Blob {
                             digest: blob.digest.clone(),
+                            quoted_digest: super::quote(&blob.digest),
                             data: bytes,
                         },
                     );
@@ -408,6 +414,7 @@ impl Loader<'_, '_> {
             digest.clone(),
             Manifest {
                 media_type: descriptor.media_type.clone(),
+                quoted_digest: super::quote(&digest),
                 digest,
                 data,
             },
@@ -427,6 +434,11 @@ fn valid_media_type(media_type: &str) -> bool {
     media_type
         .split_once('/')
         .is_some_and(|(t, sub)| name(t) && name(sub))
+}
+
+/// A listing document as bytes (serialising a JSON value cannot fail).
+fn listing(value: &serde_json::Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
 }
 
 /// The descriptors a stored (already validated) manifest references.

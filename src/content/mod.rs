@@ -63,6 +63,8 @@ pub enum Error {
 pub struct Manifest {
     pub media_type: String,
     pub digest: Digest,
+    /// The digest in double quotes: the content's entity tag.
+    pub quoted_digest: Bytes,
     pub data: Bytes,
 }
 
@@ -70,7 +72,14 @@ pub struct Manifest {
 #[derive(Debug, Clone)]
 pub struct Blob {
     pub digest: Digest,
+    /// The digest in double quotes: the content's entity tag.
+    pub quoted_digest: Bytes,
     pub data: Bytes,
+}
+
+/// `"<digest>"`, computed once per stored item.
+pub(crate) fn quote(digest: &Digest) -> Bytes {
+    Bytes::from(format!("\"{digest}\""))
 }
 
 /// One repository: its tags, manifests, the blobs its manifests reference, and referrers.
@@ -84,6 +93,8 @@ pub struct Repository {
     blobs: HashMap<Digest, Blob>,
     /// Descriptors of the manifests whose `subject` is the key, ordered by digest.
     referrers: HashMap<Digest, Vec<Descriptor>>,
+    /// The whole tag list as the distribution API's JSON, made once.
+    tags_json: Bytes,
 }
 
 impl Repository {
@@ -117,6 +128,11 @@ impl Repository {
     /// Every tag, sorted by byte order.
     pub fn tags(&self) -> &[String] {
         &self.sorted_tags
+    }
+
+    /// `{"name":…,"tags":[…]}` with every tag: the unpaged tags list.
+    pub fn tags_json(&self) -> &Bytes {
+        &self.tags_json
     }
 
     /// The digest a tag points at.
@@ -175,6 +191,8 @@ pub struct Registry {
     repositories: HashMap<String, Repository>,
     /// Repository names, sorted by byte order, as the catalog returns them.
     catalog: Vec<String>,
+    /// `{"repositories":[…]}` with every name: the unpaged catalog, made once.
+    catalog_json: Bytes,
     summary: Summary,
 }
 
@@ -193,6 +211,11 @@ impl Registry {
     /// Every repository name, sorted by byte order.
     pub fn catalog(&self) -> &[String] {
         &self.catalog
+    }
+
+    /// `{"repositories":[…]}` with every repository: the unpaged catalog.
+    pub fn catalog_json(&self) -> &Bytes {
+        &self.catalog_json
     }
 
     /// Repositories in catalog order.

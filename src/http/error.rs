@@ -34,6 +34,8 @@ pub enum ErrorCode {
     RangeInvalid,
     /// The request head is larger than this server accepts.
     RequestHeaderFieldsTooLarge,
+    /// Something went wrong on the server.
+    Unknown,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +59,9 @@ pub enum ApiError {
     NoRoute(String),
     #[error("the request head is larger than the {0} bytes this server accepts")]
     HeadersTooLarge(usize),
+    /// Cannot happen with content that loaded; answered 500 rather than a panic.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
 }
 
 impl From<ReferenceError> for ApiError {
@@ -81,6 +86,7 @@ impl ApiError {
             ApiError::RangeNotSatisfiable { .. } => ErrorCode::RangeInvalid,
             ApiError::MethodNotAllowed(_) | ApiError::NoRoute(_) => ErrorCode::Unsupported,
             ApiError::HeadersTooLarge(_) => ErrorCode::RequestHeaderFieldsTooLarge,
+            ApiError::Internal(_) => ErrorCode::Unknown,
         }
     }
 }
@@ -111,6 +117,7 @@ impl ResponseError for ApiError {
             ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 

@@ -55,6 +55,8 @@ pub use routes::{Route, classify};
 pub const API_VERSION_HEADER: &str = "Docker-Distribution-API-Version";
 pub const API_VERSION: &str = "registry/2.0";
 pub const DIGEST_HEADER: &str = "Docker-Content-Digest";
+/// The same, as a header name made once.
+const DIGEST: header::HeaderName = header::HeaderName::from_static("docker-content-digest");
 pub const FILTERS_HEADER: &str = "OCI-Filters-Applied";
 
 /// Cache-Control of digest-addressed answers.
@@ -229,6 +231,16 @@ async fn api(req: HttpRequest, registry: Registered) -> Result<HttpResponse, Api
     }
 }
 
+/// A 200 with JSON made beforehand.
+fn json_bytes(data: bytes::Bytes) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ))
+        .body(data)
+}
+
 fn json_response(
     status: StatusCode,
     content_type: &'static str,
@@ -276,6 +288,9 @@ struct Catalog<'a> {
 
 /// `GET /v2/_catalog?n=&last=`
 fn catalog(req: &HttpRequest, registry: &Registry) -> Result<HttpResponse, ApiError> {
+    if req.query_string().is_empty() {
+        return Ok(json_bytes(registry.catalog_json().clone()));
+    }
     let (repositories, link) = paged(req, registry.catalog())?;
     let response = json_response(
         StatusCode::OK,
@@ -295,6 +310,9 @@ struct TagList<'a> {
 fn tags_list(req: &HttpRequest, registry: &Registry, name: &str) -> Result<HttpResponse, ApiError> {
     let name: RepositoryName = name.parse()?;
     let repository = registry.repository(&name)?;
+    if req.query_string().is_empty() {
+        return Ok(json_bytes(repository.tags_json().clone()));
+    }
     let (tags, link) = paged(req, repository.tags())?;
     let body = TagList {
         name: repository.name(),
@@ -321,8 +339,7 @@ fn manifest(
         Reference::Digest(_) => IMMUTABLE,
         Reference::Tag(_) => REVALIDATE,
     };
-    let etag = etag_of(&manifest.digest);
-    let not_modified = none_match(req, &etag);
+    let not_modified = none_match(req, &manifest.quoted_digest);
     let mut response = if not_modified {
         HttpResponse::NotModified()
     } else {
@@ -330,8 +347,8 @@ fn manifest(
     };
     response
         .insert_header((header::CONTENT_TYPE, manifest.media_type.as_str()))
-        .insert_header((DIGEST_HEADER, manifest.digest.as_str()))
-        .insert_header((header::ETAG, etag))
+        .insert_header((DIGEST, shared_value(manifest.digest.to_bytes())?))
+        .insert_header((header::ETAG, shared_value(manifest.quoted_digest.clone())?))
         .insert_header((
             header::CACHE_CONTROL,
             HeaderValue::from_static(cache_control),
@@ -342,19 +359,21 @@ fn manifest(
     Ok(response.body(manifest.data.clone()))
 }
 
-/// The strong ETag of content: its quoted digest.
-fn etag_of(digest: &Digest) -> String {
-    format!("\"{digest}\"")
+/// A header value sharing stored bytes (digests and quoted digests are ASCII, checked again
+/// here without copying).
+fn shared_value(text: bytes::Bytes) -> Result<HeaderValue, ApiError> {
+    HeaderValue::from_maybe_shared(text)
+        .map_err(|_| ApiError::Internal("a stored digest is not a valid header value"))
 }
 
 /// Whether `If-None-Match` names `etag` (or is `*`), comparing weakly as RFC 9110 asks.
-fn none_match(req: &HttpRequest, etag: &str) -> bool {
+fn none_match(req: &HttpRequest, etag: &[u8]) -> bool {
     req.headers()
         .get_all(header::IF_NONE_MATCH)
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|t| t.trim())
-        .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+        .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t).as_bytes() == etag)
 }
 
 /// `GET /v2/<name>/blobs/<digest>`, with single byte ranges.
@@ -368,10 +387,10 @@ fn blob(
     let digest: Digest = digest.parse()?;
     let blob = registry.repository(&name)?.blob(&digest)?;
     let size = blob.data.len() as u64;
-    let etag = etag_of(&digest);
-    if none_match(req, &etag) {
+    let etag = &blob.quoted_digest;
+    if none_match(req, etag) {
         let mut response = HttpResponse::NotModified();
-        with_blob_headers(&mut response, &digest, etag);
+        with_blob_headers(&mut response, blob)?;
         return Ok(response.finish());
     }
     // A range applies only to the representation the client already has part of.
@@ -383,39 +402,34 @@ fn blob(
         .headers()
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())
-        .filter(|_| if_range.is_none_or(|validator| validator.trim() == etag));
-    Ok(match range::select(range, size) {
-        Selection::Full => blob_response(HttpResponse::Ok(), &digest, etag, blob.data.clone()),
+        .filter(|_| if_range.is_none_or(|validator| validator.trim().as_bytes() == &etag[..]));
+    let (mut response, data) = match range::select(range, size) {
+        Selection::Full => (HttpResponse::Ok(), blob.data.clone()),
         Selection::Unsatisfiable => return Err(ApiError::RangeNotSatisfiable { size }),
         Selection::Partial { start, end } => {
             let mut partial = HttpResponse::PartialContent();
             partial.insert_header((header::CONTENT_RANGE, format!("bytes {start}-{end}/{size}")));
-            let data = blob.data.slice(start as usize..=end as usize);
-            blob_response(partial, &digest, etag, data)
+            (partial, blob.data.slice(start as usize..=end as usize))
         }
-    })
+    };
+    with_blob_headers(&mut response, blob)?;
+    Ok(response.body(body::from_bytes(data)))
 }
 
-fn with_blob_headers(builder: &mut actix_web::HttpResponseBuilder, digest: &Digest, etag: String) {
+fn with_blob_headers(
+    builder: &mut actix_web::HttpResponseBuilder,
+    blob: &crate::content::Blob,
+) -> Result<(), ApiError> {
     builder
         .insert_header((
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/octet-stream"),
         ))
-        .insert_header((DIGEST_HEADER, digest.as_str()))
+        .insert_header((DIGEST, shared_value(blob.digest.to_bytes())?))
         .insert_header((header::ACCEPT_RANGES, HeaderValue::from_static("bytes")))
-        .insert_header((header::ETAG, etag))
+        .insert_header((header::ETAG, shared_value(blob.quoted_digest.clone())?))
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE)));
-}
-
-fn blob_response(
-    mut builder: actix_web::HttpResponseBuilder,
-    digest: &Digest,
-    etag: String,
-    data: bytes::Bytes,
-) -> HttpResponse {
-    with_blob_headers(&mut builder, digest, etag);
-    builder.body(body::from_bytes(data))
+    Ok(())
 }
 
 #[derive(Deserialize)]

@@ -4,12 +4,16 @@
 use std::fmt;
 use std::str::FromStr;
 
+use bytes::Bytes;
 use sha2::{Digest as _, Sha256};
 
 /// A syntactically valid digest such as `sha256:6c3c…`. Only sha256 content is ever stored,
 /// but any valid digest can be asked for (and is then simply unknown).
+///
+/// The text is held as shared bytes (always ASCII) so that it can be handed out, e.g. as a
+/// header value, without copying.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Digest(String);
+pub struct Digest(Bytes);
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DigestError {
@@ -35,19 +39,25 @@ impl Digest {
 
     /// The digest for a known sha256 value.
     pub fn from_sha256(hash: [u8; 32]) -> Self {
-        Digest(format!("sha256:{}", hex::encode(hash)))
+        Digest(Bytes::from(format!("sha256:{}", hex::encode(hash))))
     }
 
     pub fn algorithm(&self) -> &str {
-        self.0.split_once(':').map_or("", |(a, _)| a)
+        self.as_str().split_once(':').map_or("", |(a, _)| a)
     }
 
     pub fn encoded(&self) -> &str {
-        self.0.split_once(':').map_or("", |(_, e)| e)
+        self.as_str().split_once(':').map_or("", |(_, e)| e)
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Only ever built from validated ASCII text.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    /// The digest text as shared bytes (no copy).
+    pub fn to_bytes(&self) -> Bytes {
+        self.0.clone()
     }
 }
 
@@ -96,19 +106,19 @@ impl FromStr for Digest {
                 encoded: encoded.to_owned(),
             });
         }
-        Ok(Digest(s.to_owned()))
+        Ok(Digest(Bytes::copy_from_slice(s.as_bytes())))
     }
 }
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl serde::Serialize for Digest {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.as_str())
     }
 }
 
