@@ -17,7 +17,10 @@
 
 mod load;
 
-use std::collections::HashMap;
+/// Hash maps keyed by names and digests, with a fast hasher (foldhash, already used by
+/// actix-web): lookups are on every request; keys come from trusted content, and requests
+/// only ever read the maps.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use bytes::Bytes;
 
