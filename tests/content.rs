@@ -49,7 +49,7 @@ fn refused(files: Files, path: &str) -> Problem {
 #[test]
 fn assets_hold_the_sample_charts() {
     let registry = common::assets_registry();
-    assert_eq!(registry.catalog(), ["charts/hello", "charts/motd"]);
+    assert_eq!(registry.catalog().names(), ["charts/hello", "charts/motd"]);
     let s = registry.summary();
     assert_eq!((s.repositories, s.tags, s.manifests), (2, 6, 6));
     assert_eq!(
@@ -369,6 +369,6 @@ fn several_layouts_share_nothing_but_bytes() {
             .map(|(p, b)| (p.replacen("test/app", "test/copy", 1), b)),
     );
     let registry = load(both).unwrap();
-    assert_eq!(registry.catalog(), ["test/app", "test/copy"]);
+    assert_eq!(registry.catalog().names(), ["test/app", "test/copy"]);
     assert_eq!(registry.summary().repositories, 2);
 }

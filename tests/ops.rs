@@ -366,11 +366,14 @@ impl Served {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // Keep the line before announcing the address, so that the log a test reads
+                // after start-up holds the summary line.
+                sink.lock().unwrap().push_str(&line);
+                sink.lock().unwrap().push('\n');
                 if let Some(rest) = line.split(" on http://").nth(1) {
                     let addr = rest.split([' ', ',', '"']).next().unwrap().to_owned();
                     let _ = tx.send(addr);
                 }
-                sink.lock().unwrap().push_str(&(line + "\n"));
             }
         });
         let addr = rx

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
-use super::{Blob, ContentFile, Manifest, Registry, Repository};
+use super::{Blob, ContentFile, Listing, Manifest, Registry, Repository};
 use crate::oci::layout::{
     self, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE,
     OciLayout, REF_NAME,
@@ -109,6 +109,7 @@ pub(super) fn registry(
     let layouts = group_into_layouts(&files)?;
 
     let mut registry = Registry::default();
+    let mut names = Vec::new();
     let mut distinct: HashMap<Digest, u64> = HashMap::new();
     for layout in layouts.into_values() {
         let repository = load_layout(&layout)?;
@@ -118,17 +119,17 @@ pub(super) fn registry(
         for b in repository.blobs.values() {
             distinct.insert(b.digest.clone(), b.data.len() as u64);
         }
-        registry.summary.tags += repository.sorted_tags.len();
+        registry.summary.tags += repository.tags().len();
         registry.summary.manifests += repository.manifests.len();
         registry.summary.blobs += repository.blobs.len();
-        registry.catalog.push(repository.name.clone());
+        names.push(repository.name.clone());
         registry
             .repositories
             .insert(repository.name.clone(), repository);
     }
-    registry.catalog.sort();
-    registry.catalog_json = listing(&serde_json::json!({ "repositories": registry.catalog }));
-    registry.summary.repositories = registry.catalog.len();
+    names.sort();
+    registry.summary.repositories = names.len();
+    registry.catalog = Listing::new(r#"{"repositories":["#, names);
     registry.summary.bytes = distinct.values().sum();
     Ok(registry)
 }
@@ -264,12 +265,11 @@ fn load_layout(layout: &Layout<'_>) -> Result<Repository, LoadError> {
             layout.root
         );
     }
-    repository.sorted_tags = repository.tags.keys().cloned().collect();
-    repository.sorted_tags.sort();
-    repository.tags_json = listing(&serde_json::json!({
-        "name": repository.name,
-        "tags": repository.sorted_tags,
-    }));
+    let mut tags: Vec<String> = repository.tags.keys().cloned().collect();
+    tags.sort();
+    // Serialising a string cannot fail.
+    let name = serde_json::to_string(&repository.name).unwrap_or_default();
+    repository.tag_list = Listing::new(&format!(r#"{{"name":{name},"tags":["#), tags);
     for referrers in repository.referrers.values_mut() {
         referrers.sort_by(|a, b| a.digest.cmp(&b.digest));
     }
@@ -434,11 +434,6 @@ fn valid_media_type(media_type: &str) -> bool {
     media_type
         .split_once('/')
         .is_some_and(|(t, sub)| name(t) && name(sub))
-}
-
-/// A listing document as bytes (serialising a JSON value cannot fail).
-fn listing(value: &serde_json::Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
 }
 
 /// The descriptors a stored (already validated) manifest references.

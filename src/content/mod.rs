@@ -15,6 +15,7 @@
 //!
 //! No HTTP types live here; `http` maps `Error` to statuses and codes.
 
+mod listing;
 mod load;
 
 /// Hash maps keyed by names and digests, with a fast hasher (foldhash, already used by
@@ -27,6 +28,7 @@ use bytes::Bytes;
 use crate::oci::layout::Descriptor;
 use crate::oci::{Digest, Reference, RepositoryName};
 
+pub use listing::Listing;
 pub use load::{LoadError, Problem};
 
 /// One input file: its path relative to the content root (with `/` separators), its bytes, and
@@ -90,14 +92,12 @@ pub(crate) fn quote(digest: &Digest) -> Bytes {
 pub struct Repository {
     name: String,
     tags: HashMap<String, Digest>,
-    /// Tag names in byte order, as the tags list returns them.
-    sorted_tags: Vec<String>,
+    /// Tag names in byte order, as the tags list returns them, with their JSON.
+    tag_list: Listing,
     manifests: HashMap<Digest, Manifest>,
     blobs: HashMap<Digest, Blob>,
     /// Descriptors of the manifests whose `subject` is the key, ordered by digest.
     referrers: HashMap<Digest, Vec<Descriptor>>,
-    /// The whole tag list as the distribution API's JSON, made once.
-    tags_json: Bytes,
 }
 
 impl Repository {
@@ -130,12 +130,12 @@ impl Repository {
 
     /// Every tag, sorted by byte order.
     pub fn tags(&self) -> &[String] {
-        &self.sorted_tags
+        self.tag_list.names()
     }
 
-    /// `{"name":…,"tags":[…]}` with every tag: the unpaged tags list.
-    pub fn tags_json(&self) -> &Bytes {
-        &self.tags_json
+    /// The tags list (`{"name":…,"tags":[…]}`), ready to be paged.
+    pub fn tag_list(&self) -> &Listing {
+        &self.tag_list
     }
 
     /// The digest a tag points at.
@@ -192,10 +192,9 @@ pub struct Summary {
 #[derive(Debug, Default)]
 pub struct Registry {
     repositories: HashMap<String, Repository>,
-    /// Repository names, sorted by byte order, as the catalog returns them.
-    catalog: Vec<String>,
-    /// `{"repositories":[…]}` with every name: the unpaged catalog, made once.
-    catalog_json: Bytes,
+    /// Repository names, sorted by byte order, as the catalog (`{"repositories":[…]}`) lists
+    /// them.
+    catalog: Listing,
     summary: Summary,
 }
 
@@ -211,19 +210,17 @@ impl Registry {
             .ok_or_else(|| Error::NameUnknown(name.clone()))
     }
 
-    /// Every repository name, sorted by byte order.
-    pub fn catalog(&self) -> &[String] {
+    /// Every repository name, sorted by byte order, ready to be paged.
+    pub fn catalog(&self) -> &Listing {
         &self.catalog
-    }
-
-    /// `{"repositories":[…]}` with every repository: the unpaged catalog.
-    pub fn catalog_json(&self) -> &Bytes {
-        &self.catalog_json
     }
 
     /// Repositories in catalog order.
     pub fn repositories(&self) -> impl Iterator<Item = &Repository> {
-        self.catalog.iter().filter_map(|n| self.repositories.get(n))
+        self.catalog
+            .names()
+            .iter()
+            .filter_map(|n| self.repositories.get(n))
     }
 
     pub fn summary(&self) -> Summary {

@@ -41,7 +41,7 @@ use actix_web::middleware::{DefaultHeaders, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, Resource, web};
 use serde::{Deserialize, Serialize};
 
-use crate::content::Registry;
+use crate::content::{Listing, Registry};
 use crate::metrics::{BuildInfo, Metrics};
 use crate::oci::layout::{Annotations, Descriptor};
 use crate::oci::{Digest, Reference, RepositoryName, media_type};
@@ -258,70 +258,41 @@ fn base() -> HttpResponse {
     json_response(StatusCode::OK, "application/json", &serde_json::json!({}))
 }
 
-/// Applies `page` to `items`, adding a `Link` to the next page when there is one.
-fn paged<'a>(
-    req: &HttpRequest,
-    items: &'a [String],
-) -> Result<(&'a [String], Option<String>), ApiError> {
+/// A page of `listing` as the query string asks (all of it without one), with a `Link` to the
+/// next page when there is one. Pages are cut from JSON made at load time.
+fn listing_page(req: &HttpRequest, listing: &Listing) -> Result<HttpResponse, ApiError> {
+    let names = listing.names();
+    if req.query_string().is_empty() {
+        return Ok(json_bytes(listing.page(0..names.len())));
+    }
     let page = Page::parse(req.query_string()).map_err(ApiError::Pagination)?;
-    let (items, more) = page.apply(items);
-    let link = match (more, page.n, items.last()) {
+    let (range, more) = page.apply(names);
+    let link = match (
+        more,
+        page.n,
+        range.end.checked_sub(1).and_then(|i| names.get(i)),
+    ) {
         (true, Some(n), Some(last)) => Some(pagination::next_link(req.path(), n, last)),
         _ => None,
     };
-    Ok((items, link))
-}
-
-fn with_link(mut response: HttpResponse, link: Option<String>) -> HttpResponse {
+    let mut response = json_bytes(listing.page(range));
     if let Some(link) = link
         && let Ok(value) = HeaderValue::from_str(&link)
     {
         response.headers_mut().insert(header::LINK, value);
     }
-    response
-}
-
-#[derive(Serialize)]
-struct Catalog<'a> {
-    repositories: &'a [String],
+    Ok(response)
 }
 
 /// `GET /v2/_catalog?n=&last=`
 fn catalog(req: &HttpRequest, registry: &Registry) -> Result<HttpResponse, ApiError> {
-    if req.query_string().is_empty() {
-        return Ok(json_bytes(registry.catalog_json().clone()));
-    }
-    let (repositories, link) = paged(req, registry.catalog())?;
-    let response = json_response(
-        StatusCode::OK,
-        "application/json",
-        &Catalog { repositories },
-    );
-    Ok(with_link(response, link))
-}
-
-#[derive(Serialize)]
-struct TagList<'a> {
-    name: &'a str,
-    tags: &'a [String],
+    listing_page(req, registry.catalog())
 }
 
 /// `GET /v2/<name>/tags/list?n=&last=`
 fn tags_list(req: &HttpRequest, registry: &Registry, name: &str) -> Result<HttpResponse, ApiError> {
     let name: RepositoryName = name.parse()?;
-    let repository = registry.repository(&name)?;
-    if req.query_string().is_empty() {
-        return Ok(json_bytes(repository.tags_json().clone()));
-    }
-    let (tags, link) = paged(req, repository.tags())?;
-    let body = TagList {
-        name: repository.name(),
-        tags,
-    };
-    Ok(with_link(
-        json_response(StatusCode::OK, "application/json", &body),
-        link,
-    ))
+    listing_page(req, registry.repository(&name)?.tag_list())
 }
 
 /// `GET /v2/<name>/manifests/<tag or digest>`: the stored bytes, with the media type the

@@ -6,6 +6,8 @@
 //! means absent; a `Link` is sent only when more entries follow, so it never points at an empty
 //! page.
 
+use std::ops::Range;
+
 use serde::Deserialize;
 
 /// Validated pagination parameters.
@@ -36,16 +38,16 @@ impl Page {
         Ok(Page { n, last })
     }
 
-    /// The entries of `items` (sorted) this page holds, and whether more follow.
-    pub fn apply<'a>(&self, items: &'a [String]) -> (&'a [String], bool) {
+    /// Which entries of `items` (sorted) this page holds, and whether more follow.
+    pub fn apply(&self, items: &[String]) -> (Range<usize>, bool) {
         let start = match &self.last {
             Some(last) => items.partition_point(|item| item.as_str() <= last.as_str()),
             None => 0,
         };
-        let rest = &items[start..];
+        let rest = items.len() - start;
         match self.n {
-            Some(n) if n < rest.len() => (&rest[..n], n > 0),
-            _ => (rest, false),
+            Some(n) if n < rest => (start..start + n, n > 0),
+            _ => (start..items.len(), false),
         }
     }
 }
@@ -80,8 +82,8 @@ mod tests {
     fn pages(#[case] query: &str, #[case] expected: &[&str], #[case] more: bool) {
         let items = items();
         let page = Page::parse(query).unwrap();
-        let (got, has_more) = page.apply(&items);
-        assert_eq!(got, expected);
+        let (range, has_more) = page.apply(&items);
+        assert_eq!(&items[range], expected);
         assert_eq!(has_more, more);
     }
 

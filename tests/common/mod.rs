@@ -69,15 +69,18 @@ impl Process {
         thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // The line goes into the log before the address is announced.
+                {
+                    let mut log = sink.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
                 if let Some(addr) = line.split(" on http://").nth(1) {
                     let addr = addr.split_whitespace().next().unwrap_or_default();
                     if let (Some(tx), Ok(addr)) = (tx.take(), addr.parse::<SocketAddr>()) {
                         let _ = tx.send(addr);
                     }
                 }
-                let mut log = sink.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
             }
         });
         match rx.recv_timeout(Duration::from_secs(30)) {

@@ -1,0 +1,106 @@
+//! Name lists (a repository's tags, the catalog) kept as the distribution API's JSON, made once,
+//! from which any page is cut without serialising again.
+
+use std::ops::Range;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// `<head>["a","b",…]}`: the whole document, and where each name's JSON sits in it.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    names: Vec<String>,
+    json: Bytes,
+    /// Bytes before the first name: `{"repositories":[`, `{"name":"x","tags":[`.
+    head: usize,
+    /// Where each name's JSON string starts and ends in `json`.
+    spans: Vec<Range<usize>>,
+}
+
+impl Listing {
+    /// A listing of `names` (sorted by the caller) whose document starts with `head`, the JSON
+    /// up to and including the list's `[`.
+    pub fn new(head: &str, names: Vec<String>) -> Self {
+        let mut json = String::with_capacity(
+            head.len() + names.iter().map(|n| n.len() + 3).sum::<usize>() + 2,
+        );
+        json.push_str(head);
+        let mut spans = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            let start = json.len();
+            // Serialising a string cannot fail.
+            json.push_str(&serde_json::to_string(name).unwrap_or_default());
+            spans.push(start..json.len());
+        }
+        json.push_str("]}");
+        Listing {
+            names,
+            json: Bytes::from(json),
+            head: head.len(),
+            spans,
+        }
+    }
+
+    /// The names, in order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The document listing the names in `range` (the whole one is shared, not copied).
+    pub fn page(&self, range: Range<usize>) -> Bytes {
+        if range == (0..self.names.len()) {
+            return self.json.clone();
+        }
+        let body = match (
+            self.spans.get(range.start),
+            range.end.checked_sub(1).and_then(|e| self.spans.get(e)),
+        ) {
+            (Some(first), Some(last)) if range.start < range.end => {
+                &self.json[first.start..last.end]
+            }
+            _ => &b""[..],
+        };
+        let mut out = BytesMut::with_capacity(self.head + body.len() + 2);
+        out.put_slice(&self.json[..self.head]);
+        out.put_slice(body);
+        out.put_slice(b"]}");
+        out.freeze()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing() -> Listing {
+        Listing::new(
+            r#"{"name":"x\"y","tags":["#,
+            ["a", "b\"c", "d"].map(String::from).to_vec(),
+        )
+    }
+
+    #[test]
+    fn pages_are_valid_json_of_the_names_in_range() {
+        let l = listing();
+        for start in 0..=3 {
+            for end in start..=3 {
+                let page: serde_json::Value = serde_json::from_slice(&l.page(start..end)).unwrap();
+                let expected: Vec<&str> =
+                    l.names()[start..end].iter().map(String::as_str).collect();
+                assert_eq!(
+                    page,
+                    serde_json::json!({"name": "x\"y", "tags": expected}),
+                    "{start}..{end}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn empty_listing() {
+        let l = Listing::new(r#"{"repositories":["#, Vec::new());
+        assert_eq!(&l.page(0..0)[..], br#"{"repositories":[]}"#);
+    }
+}
