@@ -35,3 +35,10 @@ test: tools lint
 
 clean:
 	$(CARGO) clean
+
+# chartreg against nginx (static files) and CNCF distribution on the same content, in one run:
+# installs the tools it needs, builds chartreg with generated content (target/bench), writes
+# bench/BENCHMARKS.md and bench/results/. About 10 minutes; see bench/run.sh for its settings.
+.PHONY: bench
+bench:
+	bench/run.sh
