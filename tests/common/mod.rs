@@ -53,43 +53,9 @@ impl Process {
         Self::start_with(&chartreg_bin(), &[])
     }
 
+    /// `bin serve --listen 127.0.0.1:0` with extra environment variables.
     pub fn start_with(bin: &Path, env: &[(&str, &str)]) -> Process {
-        let mut child = Command::new(bin)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .envs(env.iter().copied())
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("chartreg starts");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let sink = log.clone();
-        thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                // The line goes into the log before the address is announced.
-                {
-                    let mut log = sink.lock().unwrap();
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-                if let Some(addr) = line.split(" on http://").nth(1) {
-                    let addr = addr.split_whitespace().next().unwrap_or_default();
-                    if let (Some(tx), Ok(addr)) = (tx.take(), addr.parse::<SocketAddr>()) {
-                        let _ = tx.send(addr);
-                    }
-                }
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(addr) => Process { child, addr, log },
-            Err(_) => {
-                let _ = child.kill();
-                panic!("chartreg did not start:\n{}", log.lock().unwrap());
-            }
-        }
+        Self::start_args(bin, &[], env)
     }
 
     /// `http://127.0.0.1:PORT`
