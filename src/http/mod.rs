@@ -28,8 +28,6 @@ mod pagination;
 mod range;
 mod routes;
 
-use std::io;
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -38,7 +36,7 @@ use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::{DefaultHeaders, from_fn};
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, Resource, web};
+use actix_web::{App, HttpRequest, HttpResponse, Resource, web};
 use serde::{Deserialize, Serialize};
 
 use crate::content::{Listing, Registry};
@@ -54,10 +52,11 @@ pub use routes::{Route, classify};
 
 pub const API_VERSION_HEADER: &str = "Docker-Distribution-API-Version";
 pub const API_VERSION: &str = "registry/2.0";
-pub const DIGEST_HEADER: &str = "Docker-Content-Digest";
-/// The same, as a header name made once.
-const DIGEST: header::HeaderName = header::HeaderName::from_static("docker-content-digest");
-pub const FILTERS_HEADER: &str = "OCI-Filters-Applied";
+/// `Docker-Content-Digest`, as a header name made once.
+pub const DIGEST: header::HeaderName = header::HeaderName::from_static("docker-content-digest");
+/// `OCI-Filters-Applied`, sent when the referrers list was filtered.
+pub const FILTERS_APPLIED: header::HeaderName =
+    header::HeaderName::from_static("oci-filters-applied");
 
 /// Cache-Control of digest-addressed answers.
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -150,15 +149,6 @@ pub fn app_with(
         .service(endpoint("/readyz", readyz))
         .service(endpoint("/metrics", metrics))
         .default_service(web::to(api))
-}
-
-/// Serves `registry` on `listener` with default settings until the server stops.
-pub async fn serve(listener: TcpListener, registry: Registered) -> io::Result<()> {
-    let ops = web::Data::new(Ops::for_registry(&registry));
-    HttpServer::new(move || app_with(registry.clone(), ops.clone()))
-        .listen(listener)?
-        .run()
-        .await
 }
 
 /// A resource answering GET and HEAD with `handler`, and 405 to every other method.
@@ -443,10 +433,9 @@ fn referrers(
     };
     let mut response = json_response(StatusCode::OK, media_type::OCI_INDEX, &index);
     if artifact_type.is_some() {
-        response.headers_mut().insert(
-            header::HeaderName::from_static("oci-filters-applied"),
-            HeaderValue::from_static("artifactType"),
-        );
+        response
+            .headers_mut()
+            .insert(FILTERS_APPLIED, HeaderValue::from_static("artifactType"));
     }
     Ok(response)
 }

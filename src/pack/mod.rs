@@ -23,9 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::oci::gojson;
-use crate::oci::layout::{
-    Annotations, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LayoutBuilder,
-};
+use crate::oci::layout::{Annotations, Descriptor, ImageManifest, LayoutBuilder};
 use crate::oci::{Digest, NameError, RepositoryName, TagError, media_type};
 
 pub use chart::{Chart, MAX_DECOMPRESSED};
@@ -256,8 +254,16 @@ fn lay_out(layout: &mut LayoutBuilder, version: &Version<'_>) -> Result<Descript
     Ok(layout.manifest(media_type::OCI_MANIFEST, &manifest))
 }
 
+/// The layouts of a set of packages, and how many charts and versions they hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packed {
+    pub tree: Tree,
+    pub charts: usize,
+    pub versions: usize,
+}
+
 /// Lays out every package as OCI image layouts under `<prefix>/<chart name>/`.
-pub fn build(inputs: &[Input], prefix: &str) -> Result<Tree, PackError> {
+pub fn build(inputs: &[Input], prefix: &str) -> Result<Packed, PackError> {
     let prefix_path = Path::new(prefix);
     prefix
         .parse::<RepositoryName>()
@@ -291,16 +297,20 @@ pub fn build(inputs: &[Input], prefix: &str) -> Result<Tree, PackError> {
         versions.insert(chart.tag.as_str().to_owned(), Version { input, chart });
     }
 
-    let mut tree = Tree::new();
+    let mut packed = Packed {
+        tree: Tree::new(),
+        charts: repositories.len(),
+        versions: repositories.values().map(BTreeMap::len).sum(),
+    };
     for (repository, versions) in repositories {
         let mut layout = LayoutBuilder::new(&repository);
         for (tag, version) in &versions {
             let manifest = lay_out(&mut layout, version)?;
             layout.list(manifest, Some(tag));
         }
-        tree.extend(layout.finish());
+        packed.tree.extend(layout.finish());
     }
-    Ok(tree)
+    Ok(packed)
 }
 
 /// Every file under `dir`, by path relative to `base`, with `/` separators.
@@ -402,22 +412,11 @@ pub struct Report {
 /// `chartreg pack`: reads `inputs`, lays them out, writes `<out>/<prefix>`.
 pub fn pack(inputs: &[PathBuf], out: &Path, prefix: &str) -> Result<Report, PackError> {
     let inputs = read_inputs(inputs)?;
-    let tree = build(&inputs, prefix)?;
-    let charts = tree
-        .keys()
-        .filter(|p| p.ends_with(&format!("/{INDEX_FILE}")))
-        .count();
-    let versions = tree
-        .iter()
-        .filter(|(p, _)| p.ends_with(&format!("/{INDEX_FILE}")))
-        .map(|(_, data)| {
-            serde_json::from_slice::<ImageIndex>(data).map_or(0, |i| i.manifests.len())
-        })
-        .sum();
-    let outcome = write(&tree, out, prefix)?;
+    let packed = build(&inputs, prefix)?;
+    let outcome = write(&packed.tree, out, prefix)?;
     Ok(Report {
-        charts,
-        versions,
+        charts: packed.charts,
+        versions: packed.versions,
         outcome,
     })
 }
