@@ -1,7 +1,8 @@
 //! Binaries built with other content through the build-time switch `CHARTREG_ASSETS=DIR`:
 //! files added to or removed from the folder are picked up by the next build; a binary whose
-//! embedded content is corrupt refuses to start, naming the file; and a large download in
-//! flight survives a graceful shutdown.
+//! embedded content is corrupt refuses to start, naming the file; files of 1 MiB and more are
+//! linked in as objects (in `.lrodata`) and served byte for byte; and a large download in flight
+//! survives a graceful shutdown.
 //!
 //! Builds go to their own target folder (`target/embed-test`), one at a time, and each binary
 //! is copied out before use, so that they never disturb the binary the other tests run or each
@@ -42,6 +43,10 @@ static BUILDS: Mutex<()> = Mutex::new(());
 
 /// Builds the binary embedding `assets`; returns the path of a copy of it beside `assets`.
 fn build_with(assets: &Path) -> PathBuf {
+    build_with_env(assets, &[])
+}
+
+fn build_with_env(assets: &Path, env: &[(&str, &str)]) -> PathBuf {
     let _one_at_a_time = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
     let target = common::root().join("target/embed-test");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -56,6 +61,8 @@ fn build_with(assets: &Path) -> PathBuf {
         ])
         .arg(&target)
         .env("CHARTREG_ASSETS", assets)
+        .env_remove("CHARTREG_LINK_THRESHOLD")
+        .envs(env.iter().copied())
         .current_dir(common::root())
         .output()
         .expect("cargo runs");
@@ -140,6 +147,103 @@ fn other_content_is_embedded_at_build_time() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(blob_path.as_str()) && stderr.contains("content has digest"),
+        "{stderr}"
+    );
+}
+
+/// Size of the ELF section `name` in `bin`, from readelf.
+fn section_size(bin: &Path, name: &str) -> Option<u64> {
+    let out = Command::new("readelf")
+        .args(["-SW"])
+        .arg(bin)
+        .output()
+        .expect("readelf (binutils) runs");
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| {
+            let fields: Vec<&str> = line
+                .split(|c: char| c == '[' || c == ']')
+                .nth(2)?
+                .split_whitespace()
+                .collect();
+            (fields.first() == Some(&name))
+                .then(|| u64::from_str_radix(fields[4], 16).ok())
+                .flatten()
+        })
+}
+
+fn curl_bytes(url: &str, extra: &[&str]) -> Vec<u8> {
+    let out = Command::new("curl")
+        .args(["-sS", "--fail"])
+        .args(extra)
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn large_files_are_linked_in_and_served_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("large");
+    let big: Vec<u8> = (0..3u32 * 1024 * 1024 + 17)
+        .map(|i| (i.wrapping_mul(2246822519) >> 11) as u8)
+        .collect();
+    write(&dir, &layout("demo/big", &big));
+    write(&dir, &layout("demo/small", b"small payload"));
+    let digest = common::sha256(&big);
+
+    // Default threshold (1 MiB): the 3 MiB layer is linked in, the rest goes through rust-embed.
+    let bin = build_with(&dir);
+    let linked = section_size(&bin, ".lrodata").expect("a .lrodata section");
+    assert!(
+        linked >= big.len() as u64 && linked < 2 * big.len() as u64,
+        "{linked}"
+    );
+    assert_eq!(listed(&bin), ["demo/big:v1", "demo/small:v1"]);
+    let server = common::Process::start_with(&bin, &[]);
+    let url = format!("{}/v2/demo/big/blobs/{digest}", server.url());
+    assert!(curl_bytes(&url, &[]) == big, "the linked blob differs");
+    let middle = curl_bytes(&url, &["-H", "Range: bytes=1048570-2097160"]);
+    assert!(middle == big[1048570..=2097160], "the range differs");
+    let small = curl_bytes(
+        &format!("{}/v2/demo/small/manifests/v1", server.url()),
+        &["-H", "Accept: application/vnd.oci.image.manifest.v1+json"],
+    );
+    assert!(small.starts_with(b"{"));
+    drop(server);
+
+    // A threshold above every file: nothing is linked, and the same content is served.
+    let bin = build_with_env(&dir, &[("CHARTREG_LINK_THRESHOLD", "1000000000")]);
+    assert_eq!(section_size(&bin, ".lrodata"), None);
+    let server = common::Process::start_with(&bin, &[]);
+    let url = format!("{}/v2/demo/big/blobs/{digest}", server.url());
+    assert!(curl_bytes(&url, &[]) == big, "the rust-embed blob differs");
+    drop(server);
+
+    // A linked file whose bytes no longer match its name: the binary refuses to start.
+    let (path, _) = layout("demo/big", &big)
+        .into_iter()
+        .find(|(_, data)| data.len() == big.len())
+        .unwrap();
+    let mut tampered = big.clone();
+    tampered[2 * 1024 * 1024] ^= 1;
+    fs::write(dir.join(&path), &tampered).unwrap();
+    let bin = build_with(&dir);
+    let out = Command::new(&bin)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(path.as_str()) && stderr.contains("content has digest"),
         "{stderr}"
     );
 }
