@@ -162,11 +162,7 @@ fn section_size(bin: &Path, name: &str) -> Option<u64> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|line| {
-            let fields: Vec<&str> = line
-                .split(|c: char| c == '[' || c == ']')
-                .nth(2)?
-                .split_whitespace()
-                .collect();
+            let fields: Vec<&str> = line.split(['[', ']']).nth(2)?.split_whitespace().collect();
             (fields.first() == Some(&name))
                 .then(|| u64::from_str_radix(fields[4], 16).ok())
                 .flatten()
