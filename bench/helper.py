@@ -566,6 +566,11 @@ Raw numbers: `{res}/raw.jsonl` (one line per load run), `{res}/summary.csv`,
   branch (3.x); the Debian package predates it.
 - **nginx** ran {meta.get('nginx_workers', '?')} worker process(es).
 """
+    # Keep the scaling study's section, which bench/scale.sh writes at the end.
+    marker = "<!-- scaling study: written by bench/scale.sh -->"
+    old = open(report_path).read() if os.path.exists(report_path) else ""
+    if marker in old:
+        doc = doc.rstrip("\n") + "\n\n" + old[old.index(marker):]
     with open(report_path, "w") as f:
         f.write(doc)
 
