@@ -21,28 +21,46 @@ fn linked() -> Vec<(&'static str, &'static [u8], [u8; 32])> {
     include!(concat!(env!("OUT_DIR"), "/linked.rs"))
 }
 
-/// Every embedded file, its bytes borrowed from the binary and its sha256 computed at build time.
+/// One rust-embed file, its bytes borrowed from the binary and its sha256 computed at build time.
+fn small(path: Cow<'static, str>) -> Option<ContentFile> {
+    let file = Assets::get(&path)?;
+    let data = match file.data {
+        Cow::Borrowed(bytes) => Bytes::from_static(bytes),
+        Cow::Owned(bytes) => Bytes::from(bytes),
+    };
+    Some(ContentFile {
+        path,
+        data,
+        sha256: Some(file.metadata.sha256_hash()),
+    })
+}
+
+/// Every embedded file. rust-embed finds each file by a binary search over its paths, which
+/// is most of the cost with tens of thousands of files: two threads share that work.
 fn embedded() -> impl Iterator<Item = ContentFile> {
-    let linked = linked()
-        .into_iter()
-        .map(|(path, bytes, sha256)| ContentFile {
-            path: path.to_owned(),
-            data: Bytes::from_static(bytes),
-            sha256: Some(sha256),
-        });
-    let small = Assets::iter().filter_map(|path| {
-        let file = Assets::get(&path)?;
-        let data = match file.data {
-            Cow::Borrowed(bytes) => Bytes::from_static(bytes),
-            Cow::Owned(bytes) => Bytes::from(bytes),
-        };
-        Some(ContentFile {
-            path: path.into_owned(),
-            data,
-            sha256: Some(file.metadata.sha256_hash()),
-        })
+    let names: Vec<Cow<'static, str>> = Assets::iter().collect();
+    let (first, second) = names.split_at(names.len() / 2);
+    let mut files: Vec<ContentFile> = std::thread::scope(|scope| {
+        let other = scope.spawn(|| second.iter().cloned().filter_map(small).collect::<Vec<_>>());
+        let mut files: Vec<ContentFile> = first.iter().cloned().filter_map(small).collect();
+        // A panic in the other thread is a bug in rust-embed's lookup: let it surface.
+        files.extend(
+            other
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+        );
+        files
     });
-    small.chain(linked)
+    files.extend(
+        linked()
+            .into_iter()
+            .map(|(path, bytes, sha256)| ContentFile {
+                path: path.into(),
+                data: Bytes::from_static(bytes),
+                sha256: Some(sha256),
+            }),
+    );
+    files.into_iter()
 }
 
 fn main() -> ExitCode {

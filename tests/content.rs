@@ -102,7 +102,7 @@ fn embedded_hashes_are_trusted_and_checked() {
                     sha[0] ^= 1;
                 }
                 ContentFile {
-                    path,
+                    path: path.into(),
                     data: data.into(),
                     sha256: Some(sha),
                 }

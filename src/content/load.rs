@@ -1,17 +1,22 @@
 //! Building a `Registry` from files: find the layouts, follow every manifest, verify every
 //! referenced blob, and refuse with a `LoadError` that names the file at the first problem.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use bytes::Bytes;
 
-use super::{Blob, ContentFile, Listing, Manifest, Registry, Repository};
+use sha2::{Digest as _, Sha256};
+
+use super::raw::{RawDescriptor, RawImage, RawIndex};
+use super::{Blob, ContentFile, HashMap, Listing, Manifest, Registry, Repository};
 use crate::oci::layout::{
     self, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE,
     OciLayout, REF_NAME,
 };
 use crate::oci::media_type::{ManifestKind, manifest_kind};
-use crate::oci::{Digest, NameError, RepositoryName, TagError};
+use crate::oci::{Digest, DigestError, NameError, RepositoryName, TagError};
 
 /// Indexes may nest; content addressing rules out cycles, this bounds the depth anyway.
 const MAX_NESTING: usize = 8;
@@ -42,6 +47,8 @@ pub enum Problem {
     MissingIndex,
     #[error("invalid JSON: {0}")]
     Json(serde_json::Error),
+    #[error("a descriptor's digest is invalid: {0}")]
+    DescriptorDigest(DigestError),
     #[error("unsupported image layout version `{0}` (expected `{LAYOUT_VERSION}`)")]
     LayoutVersion(String),
     #[error("only sha256 content is supported, not `{0}`")]
@@ -96,10 +103,10 @@ fn fail<T>(path: impl Into<String>, problem: Problem) -> Result<T, LoadError> {
     })
 }
 
-/// The files of one layout, by their path inside it.
+/// The files of one layout, each with its path inside the layout.
 struct Layout<'a> {
-    root: String,
-    files: HashMap<&'a str, &'a ContentFile>,
+    root: &'a str,
+    files: Vec<(&'a str, &'a ContentFile)>,
 }
 
 pub(super) fn registry(
@@ -110,14 +117,29 @@ pub(super) fn registry(
 
     let mut registry = Registry::default();
     let mut names = Vec::new();
-    let mut distinct: HashMap<Digest, u64> = HashMap::new();
+    // Bytes of distinct content: a blob may be in several repositories.
+    let mut distinct: HashMap<Digest, u64> = HashMap::default();
+    let several = layouts.len() > 1;
     for layout in layouts.into_values() {
         let repository = load_layout(&layout)?;
-        for m in repository.manifests.values() {
-            distinct.insert(m.digest.clone(), m.data.len() as u64);
-        }
-        for b in repository.blobs.values() {
-            distinct.insert(b.digest.clone(), b.data.len() as u64);
+        if several {
+            for m in repository.manifests.values() {
+                distinct.insert(m.digest.clone(), m.data.len() as u64);
+            }
+            for b in repository.blobs.values() {
+                distinct.insert(b.digest.clone(), b.data.len() as u64);
+            }
+        } else {
+            registry.summary.bytes = repository
+                .manifests
+                .values()
+                .map(|m| m.data.len() as u64)
+                .sum::<u64>()
+                + repository
+                    .blobs
+                    .values()
+                    .map(|b| b.data.len() as u64)
+                    .sum::<u64>();
         }
         registry.summary.tags += repository.tags().len();
         registry.summary.manifests += repository.manifests.len();
@@ -130,40 +152,58 @@ pub(super) fn registry(
     names.sort();
     registry.summary.repositories = names.len();
     registry.catalog = Listing::new(r#"{"repositories":["#, names);
-    registry.summary.bytes = distinct.values().sum();
+    if several {
+        registry.summary.bytes = distinct.values().sum();
+    }
     Ok(registry)
 }
 
 /// Assigns each file to the deepest folder above it that holds an `oci-layout` file.
-fn group_into_layouts(files: &[ContentFile]) -> Result<BTreeMap<String, Layout<'_>>, LoadError> {
-    let mut layouts: BTreeMap<String, Layout<'_>> = BTreeMap::new();
+fn group_into_layouts(files: &[ContentFile]) -> Result<BTreeMap<&str, Layout<'_>>, LoadError> {
+    let mut layouts: BTreeMap<&str, Layout<'_>> = BTreeMap::new();
+    let marker_suffix = format!("/{OCI_LAYOUT_FILE}");
     for file in files {
         if file.path == OCI_LAYOUT_FILE {
-            return fail(&file.path, Problem::UnnamedLayout);
+            return fail(file.path.as_ref(), Problem::UnnamedLayout);
         }
-        if let Some(root) = file.path.strip_suffix(&format!("/{OCI_LAYOUT_FILE}")) {
+        if let Some(root) = file.path.strip_suffix(&marker_suffix) {
             layouts.insert(
-                root.to_owned(),
+                root,
                 Layout {
-                    root: root.to_owned(),
-                    files: HashMap::new(),
+                    root,
+                    files: Vec::new(),
                 },
             );
         }
     }
+    // Files come in path order from rust-embed, so most belong to the layout of the one before.
+    let mut last: Option<&str> = None;
     for file in files {
-        let mut folder = file.path.as_str();
-        let layout = loop {
-            let Some((parent, _)) = folder.rsplit_once('/') else {
-                return fail(&file.path, Problem::OutsideLayout);
-            };
-            if let Some(layout) = layouts.get_mut(parent) {
-                break layout;
+        let in_last = last.filter(|root| {
+            file.path.len() > root.len()
+                && file.path.starts_with(root)
+                && file.path.as_bytes()[root.len()] == b'/'
+        });
+        let root = match in_last {
+            Some(root) => root,
+            None => {
+                let mut folder: &str = &file.path;
+                loop {
+                    let Some((parent, _)) = folder.rsplit_once('/') else {
+                        return fail(file.path.as_ref(), Problem::OutsideLayout);
+                    };
+                    if let Some(layout) = layouts.get(parent) {
+                        break layout.root;
+                    }
+                    folder = parent;
+                }
             }
-            folder = parent;
         };
-        let inner = &file.path[layout.root.len() + 1..];
-        layout.files.insert(inner, file);
+        last = Some(root);
+        let inner = &file.path[root.len() + 1..];
+        if let Some(layout) = layouts.get_mut(root) {
+            layout.files.push((inner, file));
+        }
     }
     Ok(layouts)
 }
@@ -187,7 +227,7 @@ fn classify(inner: &str) -> Option<Entry<'_>> {
     }
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(path: &str, data: &[u8]) -> Result<T, LoadError> {
+fn parse_json<'a, T: serde::Deserialize<'a>>(path: &str, data: &'a [u8]) -> Result<T, LoadError> {
     serde_json::from_slice(data).or_else(|e| fail(path, Problem::Json(e)))
 }
 
@@ -200,65 +240,88 @@ fn load_layout(layout: &Layout<'_>) -> Result<Repository, LoadError> {
     };
 
     // Every file must belong to the layout, and every blob must hold what its name says.
-    let mut blobs: HashMap<Digest, Bytes> = HashMap::new();
+    // Blobs are found by their sha256 (the only algorithm stored), kept beside the map.
+    let mut blobs: Sha256Map<Bytes> =
+        Sha256Map::with_capacity_and_hasher(layout.files.len(), Default::default());
     let mut index_file = None;
-    for (inner, file) in &layout.files {
+    for &(inner, file) in &layout.files {
         match classify(inner) {
-            None => return fail(&file.path, Problem::UnexpectedFile),
+            None => return fail(file.path.as_ref(), Problem::UnexpectedFile),
             Some(Entry::Marker) => {
                 let marker: OciLayout = parse_json(&file.path, &file.data)?;
                 if marker.image_layout_version != LAYOUT_VERSION {
                     return fail(
-                        &file.path,
+                        file.path.as_ref(),
                         Problem::LayoutVersion(marker.image_layout_version),
                     );
                 }
             }
-            Some(Entry::Index) => index_file = Some(*file),
+            Some(Entry::Index) => index_file = Some(file),
             Some(Entry::Blob(algorithm, encoded)) => {
                 if algorithm != "sha256" {
-                    return fail(&file.path, Problem::Algorithm(algorithm.to_owned()));
+                    return fail(file.path.as_ref(), Problem::Algorithm(algorithm.to_owned()));
                 }
-                let expected: Digest = match format!("{algorithm}:{encoded}").parse() {
-                    Ok(d) => d,
-                    Err(e) => return fail(&file.path, Problem::BlobName(e.to_string())),
-                };
-                let actual = match file.sha256 {
-                    Some(hash) => Digest::from_sha256(hash),
-                    None => Digest::sha256_of(&file.data),
-                };
-                if actual != expected {
-                    return fail(&file.path, Problem::DigestMismatch { expected, actual });
+                let hash = file
+                    .sha256
+                    .unwrap_or_else(|| Sha256::digest(&file.data).into());
+                // A name equal to the content's digest is a valid one; parse only to explain.
+                if !hex_is(encoded, &hash) {
+                    let actual = Digest::from_sha256(hash);
+                    return match format!("{algorithm}:{encoded}").parse() {
+                        Ok(expected) => fail(
+                            file.path.as_ref(),
+                            Problem::DigestMismatch { expected, actual },
+                        ),
+                        Err(e) => fail(file.path.as_ref(), Problem::BlobName(e.to_string())),
+                    };
                 }
-                blobs.insert(expected, file.data.clone());
+                blobs.insert(hash, file.data.clone());
             }
         }
     }
     let Some(index_file) = index_file else {
         return fail(path_of(INDEX_FILE), Problem::MissingIndex);
     };
-    let index: ImageIndex = parse_json(&index_file.path, &index_file.data)?;
+    let index: RawIndex<'_> = parse_json(&index_file.path, &index_file.data)?;
 
     let mut repository = Repository {
         name: name.as_str().to_owned(),
         ..Repository::default()
     };
+    repository.tags.reserve(index.manifests.len());
+    repository.manifests.reserve(index.manifests.len());
+    repository
+        .blobs
+        .reserve(blobs.len().saturating_sub(index.manifests.len()));
     let mut loader = Loader {
-        layout,
-        blobs: &blobs,
+        found: Found {
+            layout,
+            blobs: &blobs,
+        },
         repository: &mut repository,
     };
-    for descriptor in &index.manifests {
-        loader.manifest(descriptor, 0)?;
-        if let Some(tag) = descriptor.annotations.get(REF_NAME) {
-            loader.tag(&index_file.path, tag, &descriptor.digest)?;
+    let listed = index
+        .manifests
+        .iter()
+        .map(|d| {
+            let digest = Loader::digest(|| index_file.path.to_string(), &index_file.data, d)?;
+            Ok((digest, d))
+        })
+        .collect::<Result<Vec<_>, LoadError>>()?;
+    loader.manifests(&listed)?;
+    for (digest, descriptor) in &listed {
+        if let Some(tag) = &descriptor.annotations.0 {
+            loader.tag(&index_file.path, tag, digest)?;
         }
     }
 
-    let unreferenced = blobs
+    // Blobs kept are those some manifest references (as a blob or as a manifest).
+    let both = repository
+        .manifests
         .keys()
-        .filter(|d| !repository.blobs.contains_key(d) && !repository.manifests.contains_key(d))
+        .filter(|d| repository.blobs.contains_key(*d))
         .count();
+    let unreferenced = blobs.len() + both - repository.blobs.len() - repository.manifests.len();
     if unreferenced > 0 {
         log::warn!(
             "{}: {unreferenced} blob(s) referenced by no manifest are not served",
@@ -266,7 +329,7 @@ fn load_layout(layout: &Layout<'_>) -> Result<Repository, LoadError> {
         );
     }
     let mut tags: Vec<String> = repository.tags.keys().cloned().collect();
-    tags.sort();
+    tags.sort_unstable();
     // Serialising a string cannot fail.
     let name = serde_json::to_string(&repository.name).unwrap_or_default();
     repository.tag_list = Listing::new(&format!(r#"{{"name":{name},"tags":["#), tags);
@@ -276,34 +339,151 @@ fn load_layout(layout: &Layout<'_>) -> Result<Repository, LoadError> {
     Ok(repository)
 }
 
-struct Loader<'a, 'f> {
-    layout: &'a Layout<'f>,
-    blobs: &'a HashMap<Digest, Bytes>,
-    repository: &'a mut Repository,
+/// Whether `encoded` is the lowercase hex of `hash`.
+fn hex_is(encoded: &str, hash: &[u8; 32]) -> bool {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    encoded.len() == 64
+        && encoded
+            .as_bytes()
+            .chunks_exact(2)
+            .zip(hash)
+            .all(|(pair, byte)| {
+                pair[0] == HEX[usize::from(byte >> 4)] && pair[1] == HEX[usize::from(byte & 0xf)]
+            })
 }
 
-impl Loader<'_, '_> {
+/// A map keyed by sha256 hashes. They are uniformly distributed already: their first eight
+/// bytes are the hash-map hash (these maps live only while loading trusted content).
+type Sha256Map<V> = std::collections::HashMap<[u8; 32], V, BuildHasherDefault<Sha256Prefix>>;
+
+#[derive(Default)]
+struct Sha256Prefix(u64);
+
+impl Hasher for Sha256Prefix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    /// An array hashes as its length, then its bytes: the length is the same for every key.
+    fn write_usize(&mut self, _length: usize) {}
+
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some(prefix) = bytes.first_chunk::<8>() {
+            self.0 = u64::from_le_bytes(*prefix);
+        }
+    }
+}
+
+/// The layout's files, read-only: shared by the threads that read manifests.
+struct Found<'a, 'f> {
+    layout: &'a Layout<'f>,
+    blobs: &'a Sha256Map<Bytes>,
+}
+
+/// A manifest fetched and, for an image manifest, parsed with its blobs found: the part of
+/// loading that needs no other manifest, done in parallel (see [`Loader::manifests`]).
+enum Prepared {
+    Image {
+        data: Bytes,
+        schema_version: u32,
+        body_media_type: Option<String>,
+        has_subject: bool,
+        blobs: Vec<Blob>,
+    },
+    Index {
+        data: Bytes,
+    },
+}
+
+impl Found<'_, '_> {
     fn blob_file(&self, digest: &Digest) -> String {
         format!("{}/{}", self.layout.root, layout::blob_path(digest))
     }
 
-    /// The bytes a descriptor points at, checked for presence and size.
-    fn fetch(&self, descriptor: &Descriptor) -> Result<Bytes, LoadError> {
-        let path = self.blob_file(&descriptor.digest);
-        let Some(data) = self.blobs.get(&descriptor.digest) else {
-            return fail(path, Problem::MissingBlob(descriptor.digest.clone()));
+    /// The bytes a digest names, checked for presence and size.
+    fn fetch(&self, digest: &Digest, size: u64) -> Result<Bytes, LoadError> {
+        let found = digest.sha256().and_then(|hash| self.blobs.get(&hash));
+        let Some(data) = found else {
+            return fail(self.blob_file(digest), Problem::MissingBlob(digest.clone()));
         };
-        if data.len() as u64 != descriptor.size {
+        if data.len() as u64 != size {
             return fail(
-                path,
+                self.blob_file(digest),
                 Problem::Size {
-                    digest: descriptor.digest.clone(),
-                    expected: descriptor.size,
+                    digest: digest.clone(),
+                    expected: size,
                     actual: data.len() as u64,
                 },
             );
         }
         Ok(data.clone())
+    }
+
+    /// Fetches the manifest `digest` (described by `descriptor`) and, for an image manifest,
+    /// parses it and finds its blobs.
+    fn prepare(
+        &self,
+        descriptor: &RawDescriptor<'_>,
+        digest: &Digest,
+    ) -> Result<Prepared, LoadError> {
+        let path = || self.blob_file(digest);
+        let media_type: &str = &descriptor.media_type;
+        if !valid_media_type(media_type) {
+            return fail(path(), Problem::MediaType(media_type.to_owned()));
+        }
+        let Some(kind) = manifest_kind(media_type) else {
+            return fail(path(), Problem::NotManifest(media_type.to_owned()));
+        };
+        let data = self.fetch(digest, descriptor.size)?;
+        if kind == ManifestKind::Index {
+            return Ok(Prepared::Index { data });
+        }
+        let m: RawImage<'_> =
+            serde_json::from_slice(&data).map_err(|e| manifest_error(path(), digest, e))?;
+        let mut blobs = Vec::with_capacity(1 + m.layers.len());
+        for blob in std::iter::once(&m.config).chain(&m.layers) {
+            let blob_digest = Loader::digest(path, &data, blob)?;
+            blobs.push(Blob {
+                data: self.fetch(&blob_digest, blob.size)?,
+                quoted_digest: super::quote(&blob_digest),
+                digest: blob_digest,
+            });
+        }
+        Ok(Prepared::Image {
+            schema_version: m.schema_version,
+            body_media_type: m.media_type.map(Cow::into_owned),
+            has_subject: m.subject.is_some(),
+            blobs,
+            data,
+        })
+    }
+}
+
+fn manifest_error(path: String, digest: &Digest, source: serde_json::Error) -> LoadError {
+    LoadError {
+        path,
+        problem: Problem::Manifest {
+            digest: digest.clone(),
+            source,
+        },
+    }
+}
+
+struct Loader<'a, 'f> {
+    found: Found<'a, 'f>,
+    repository: &'a mut Repository,
+}
+
+impl Loader<'_, '_> {
+    /// A descriptor's digest, parsed, sharing the bytes of the file (`path()`) it is in.
+    fn digest(
+        path: impl FnOnce() -> String,
+        source: &Bytes,
+        descriptor: &RawDescriptor<'_>,
+    ) -> Result<Digest, LoadError> {
+        descriptor
+            .digest_in(source)
+            .or_else(|e| fail(path(), Problem::DescriptorDigest(e)))
     }
 
     fn tag(&mut self, index_path: &str, tag: &str, digest: &Digest) -> Result<(), LoadError> {
@@ -326,94 +506,148 @@ impl Loader<'_, '_> {
         Ok(())
     }
 
-    /// Loads the manifest a descriptor points at and everything it references.
-    fn manifest(&mut self, descriptor: &Descriptor, depth: usize) -> Result<(), LoadError> {
-        let path = self.blob_file(&descriptor.digest);
-        if depth > MAX_NESTING {
-            return fail(path, Problem::TooDeep);
+    /// Loads the manifests `index.json` lists (with their digests), and everything they
+    /// reference. The manifests are fetched and parsed on all CPUs, in chunks; they are then
+    /// checked and stored in order, so that the first problem in file order is the one
+    /// reported, as when loading one by one.
+    fn manifests(&mut self, listed: &[(Digest, &RawDescriptor<'_>)]) -> Result<(), LoadError> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let chunk = listed.len().div_ceil(threads).max(256);
+        let found = &self.found;
+        let prepared: Vec<Vec<Result<Prepared, LoadError>>> = std::thread::scope(|scope| {
+            let prepare = move |part: &[(Digest, &RawDescriptor<'_>)]| -> Vec<_> {
+                part.iter()
+                    .map(|(digest, descriptor)| found.prepare(descriptor, digest))
+                    .collect()
+            };
+            let mut parts = listed.chunks(chunk);
+            let first = parts.next().unwrap_or_default();
+            let others: Vec<_> = parts
+                .map(|part| scope.spawn(move || prepare(part)))
+                .collect();
+            let mut all = vec![prepare(first)];
+            for other in others {
+                // A panic while preparing is a bug: let it surface as one.
+                all.push(
+                    other
+                        .join()
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                );
+            }
+            all
+        });
+        for ((digest, descriptor), prepared) in listed.iter().zip(prepared.into_iter().flatten()) {
+            if self.repository.manifests.contains_key(digest) {
+                continue;
+            }
+            self.commit(descriptor, digest.clone(), prepared?, 0)?;
         }
-        if self.repository.manifests.contains_key(&descriptor.digest) {
+        Ok(())
+    }
+
+    /// Loads one manifest (not in parallel: nested indexes and their children).
+    fn manifest(
+        &mut self,
+        descriptor: &RawDescriptor<'_>,
+        digest: Digest,
+        depth: usize,
+    ) -> Result<(), LoadError> {
+        if depth > MAX_NESTING {
+            return fail(self.found.blob_file(&digest), Problem::TooDeep);
+        }
+        if self.repository.manifests.contains_key(&digest) {
             return Ok(());
         }
-        if !valid_media_type(&descriptor.media_type) {
-            return fail(path, Problem::MediaType(descriptor.media_type.clone()));
-        }
-        let Some(kind) = manifest_kind(&descriptor.media_type) else {
-            return fail(path, Problem::NotManifest(descriptor.media_type.clone()));
-        };
-        let data = self.fetch(descriptor)?;
-        let digest = descriptor.digest.clone();
-        let manifest_error = |source| LoadError {
-            path: path.clone(),
-            problem: Problem::Manifest {
-                digest: digest.clone(),
-                source,
-            },
-        };
-        let (schema_version, body_media_type, referrer) = match kind {
-            ManifestKind::Image => {
-                let m: ImageManifest = serde_json::from_slice(&data).map_err(manifest_error)?;
-                for blob in std::iter::once(&m.config).chain(&m.layers) {
-                    let bytes = self.fetch(blob)?;
-                    self.repository.blobs.insert(
-                        blob.digest.clone(),
-                        Blob {
-                            digest: blob.digest.clone(),
-                            quoted_digest: super::quote(&blob.digest),
-                            data: bytes,
-                        },
-                    );
+        let prepared = self.found.prepare(descriptor, &digest)?;
+        self.commit(descriptor, digest, prepared, depth)
+    }
+
+    /// Checks a prepared manifest and stores it with its blobs (and, for an index, loads its
+    /// children).
+    fn commit(
+        &mut self,
+        descriptor: &RawDescriptor<'_>,
+        digest: Digest,
+        prepared: Prepared,
+        depth: usize,
+    ) -> Result<(), LoadError> {
+        let root = self.found.layout.root;
+        let path = || format!("{root}/{}", layout::blob_path(&digest));
+        let media_type: &str = &descriptor.media_type;
+        let (data, schema_version, body_media_type, has_subject) = match prepared {
+            Prepared::Image {
+                data,
+                schema_version,
+                body_media_type,
+                has_subject,
+                blobs,
+            } => {
+                for blob in blobs {
+                    self.repository.blobs.insert(blob.digest.clone(), blob);
                 }
-                let artifact_type = m
-                    .artifact_type
-                    .clone()
-                    .or_else(|| Some(m.config.media_type.clone()));
-                let referrer = m.subject.map(|s| (s.digest, artifact_type, m.annotations));
-                (m.schema_version, m.media_type, referrer)
+                (data, schema_version, body_media_type, has_subject)
             }
-            ManifestKind::Index => {
-                let i: ImageIndex = serde_json::from_slice(&data).map_err(manifest_error)?;
+            Prepared::Index { data } => {
+                let i: RawIndex<'_> = serde_json::from_slice(&data)
+                    .map_err(|e| manifest_error(path(), &digest, e))?;
                 for child in &i.manifests {
-                    self.manifest(child, depth + 1)?;
+                    let child_digest = Loader::digest(path, &data, child)?;
+                    self.manifest(child, child_digest, depth + 1)?;
                 }
-                let referrer = i
-                    .subject
-                    .map(|s| (s.digest, i.artifact_type, i.annotations));
-                (i.schema_version, i.media_type, referrer)
+                let body = i.media_type.map(Cow::into_owned);
+                (data.clone(), i.schema_version, body, i.subject.is_some())
             }
         };
         if schema_version != 2 {
-            return fail(path, Problem::SchemaVersion(digest));
+            return fail(path(), Problem::SchemaVersion(digest));
         }
         if let Some(body) = body_media_type
-            && body != descriptor.media_type
+            && body != media_type
         {
             return fail(
-                path,
+                path(),
                 Problem::MediaTypeMismatch {
                     digest,
                     body,
-                    descriptor: descriptor.media_type.clone(),
+                    descriptor: media_type.to_owned(),
                 },
             );
         }
-        if let Some((subject, artifact_type, annotations)) = referrer {
-            self.repository
-                .referrers
-                .entry(subject)
-                .or_default()
-                .push(Descriptor {
-                    media_type: descriptor.media_type.clone(),
-                    digest: digest.clone(),
-                    size: descriptor.size,
-                    annotations,
-                    artifact_type,
-                });
+        if has_subject {
+            // Rare: read in full for the referrers API.
+            let error = |e| manifest_error(path(), &digest, e);
+            let (subject, artifact_type, annotations) = match manifest_kind(media_type) {
+                Some(ManifestKind::Index) => {
+                    let i: ImageIndex = serde_json::from_slice(&data).map_err(error)?;
+                    (i.subject, i.artifact_type, i.annotations)
+                }
+                _ => {
+                    let m: ImageManifest = serde_json::from_slice(&data).map_err(error)?;
+                    let artifact_type = m
+                        .artifact_type
+                        .clone()
+                        .or_else(|| Some(m.config.media_type.clone()));
+                    (m.subject, artifact_type, m.annotations)
+                }
+            };
+            if let Some(subject) = subject {
+                self.repository
+                    .referrers
+                    .entry(subject.digest)
+                    .or_default()
+                    .push(Descriptor {
+                        media_type: media_type.to_owned(),
+                        digest: digest.clone(),
+                        size: descriptor.size,
+                        annotations,
+                        artifact_type,
+                    });
+            }
         }
         self.repository.manifests.insert(
             digest.clone(),
             Manifest {
-                media_type: descriptor.media_type.clone(),
+                media_type: media_type.to_owned(),
                 quoted_digest: super::quote(&digest),
                 digest,
                 data,
@@ -448,4 +682,21 @@ pub(super) fn references(manifest: &Manifest) -> impl Iterator<Item = Descriptor
         None => Vec::new(),
     };
     descriptors.into_iter()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    #[test]
+    fn sha256_keys_hash_to_their_first_eight_bytes() {
+        let hasher = BuildHasherDefault::<Sha256Prefix>::default();
+        let mut key = [7u8; 32];
+        key[..8].copy_from_slice(&42u64.to_le_bytes());
+        assert_eq!(hasher.hash_one(key), 42);
+        key[0] = 43;
+        assert_eq!(hasher.hash_one(key), 43);
+    }
 }

@@ -17,11 +17,14 @@
 
 mod listing;
 mod load;
+mod raw;
 
 /// Hash maps keyed by names and digests, with a fast hasher (foldhash, already used by
 /// actix-web): lookups are on every request; keys come from trusted content, and requests
 /// only ever read the maps.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+use std::borrow::Cow;
 
 use bytes::Bytes;
 
@@ -36,14 +39,15 @@ pub use load::{LoadError, Problem};
 /// not hash anything.
 #[derive(Debug, Clone)]
 pub struct ContentFile {
-    pub path: String,
+    /// Borrowed for embedded files, so that start-up copies no paths.
+    pub path: Cow<'static, str>,
     pub data: Bytes,
     pub sha256: Option<[u8; 32]>,
 }
 
 impl ContentFile {
     /// A file whose digest will be computed when the registry is built.
-    pub fn new(path: impl Into<String>, data: impl Into<Bytes>) -> Self {
+    pub fn new(path: impl Into<Cow<'static, str>>, data: impl Into<Bytes>) -> Self {
         ContentFile {
             path: path.into(),
             data: data.into(),
@@ -84,7 +88,12 @@ pub struct Blob {
 
 /// `"<digest>"`, computed once per stored item.
 pub(crate) fn quote(digest: &Digest) -> Bytes {
-    Bytes::from(format!("\"{digest}\""))
+    let text = digest.as_str();
+    let mut quoted = Vec::with_capacity(text.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(text.as_bytes());
+    quoted.push(b'"');
+    Bytes::from(quoted)
 }
 
 /// One repository: its tags, manifests, the blobs its manifests reference, and referrers.

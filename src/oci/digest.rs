@@ -5,15 +5,16 @@ use std::fmt;
 use std::str::FromStr;
 
 use bytes::Bytes;
+use bytestring::ByteString;
 use sha2::{Digest as _, Sha256};
 
 /// A syntactically valid digest such as `sha256:6c3c…`. Only sha256 content is ever stored,
 /// but any valid digest can be asked for (and is then simply unknown).
 ///
-/// The text is held as shared bytes (always ASCII) so that it can be handed out, e.g. as a
+/// The text is held as a shared string (always ASCII) so that it can be handed out, e.g. as a
 /// header value, without copying.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Digest(Bytes);
+pub struct Digest(ByteString);
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DigestError {
@@ -39,7 +40,14 @@ impl Digest {
 
     /// The digest for a known sha256 value.
     pub fn from_sha256(hash: [u8; 32]) -> Self {
-        Digest(Bytes::from(format!("sha256:{}", hex::encode(hash))))
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = String::with_capacity(SHA256_LEN);
+        text.push_str("sha256:");
+        for byte in hash {
+            text.push(char::from(HEX[usize::from(byte >> 4)]));
+            text.push(char::from(HEX[usize::from(byte & 0xf)]));
+        }
+        Digest(ByteString::from(text))
     }
 
     pub fn algorithm(&self) -> &str {
@@ -51,14 +59,58 @@ impl Digest {
     }
 
     pub fn as_str(&self) -> &str {
-        // Only ever built from validated ASCII text.
-        std::str::from_utf8(&self.0).unwrap_or_default()
+        &self.0
+    }
+
+    /// The hash of a sha256 digest.
+    pub fn sha256(&self) -> Option<[u8; 32]> {
+        let hex = self.as_str().strip_prefix("sha256:")?.as_bytes();
+        if hex.len() != 64 {
+            return None;
+        }
+        let mut hash = [0; 32];
+        let mut invalid = 0;
+        for (byte, pair) in hash.iter_mut().zip(hex.chunks_exact(2)) {
+            let (high, low) = (
+                HEX_VALUE[usize::from(pair[0])],
+                HEX_VALUE[usize::from(pair[1])],
+            );
+            invalid |= high | low;
+            *byte = (high << 4) | (low & 0xf);
+        }
+        (invalid & NOT_HEX == 0).then_some(hash)
     }
 
     /// The digest text as shared bytes (no copy).
     pub fn to_bytes(&self) -> Bytes {
-        self.0.clone()
+        self.0.as_bytes().clone()
     }
+}
+
+/// Marks a byte that is not a lowercase hex digit in [`HEX_VALUE`].
+const NOT_HEX: u8 = 0x10;
+
+/// The value of each lowercase hex digit; [`NOT_HEX`] for every other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// `sha256:` and 64 hex characters.
+const SHA256_LEN: usize = 71;
+
+/// The common case, checked in one pass: `sha256:` and 64 lowercase hex characters.
+fn is_sha256(s: &str) -> bool {
+    s.len() == SHA256_LEN
+        && s.starts_with("sha256:")
+        && s.as_bytes()[7..]
+            .iter()
+            .all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// `[a-z0-9]+([+._-][a-z0-9]+)*`
@@ -75,38 +127,61 @@ fn lower_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// Checks `s` against the digest grammar (see the type's doc).
+fn validate(s: &str) -> Result<(), DigestError> {
+    if is_sha256(s) {
+        return Ok(());
+    }
+    let (algorithm, encoded) = s
+        .split_once(':')
+        .ok_or_else(|| DigestError::MissingSeparator(s.to_owned()))?;
+    if !valid_algorithm(algorithm) {
+        return Err(DigestError::InvalidAlgorithm(algorithm.to_owned()));
+    }
+    if encoded.is_empty()
+        || !encoded
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'_' | b'-'))
+    {
+        return Err(DigestError::InvalidEncoded(encoded.to_owned()));
+    }
+    let expected = match algorithm {
+        "sha256" => Some(("sha256", 64)),
+        "sha512" => Some(("sha512", 128)),
+        _ => None,
+    };
+    if let Some((algorithm, expected)) = expected
+        && !lower_hex(encoded, expected)
+    {
+        return Err(DigestError::InvalidHex {
+            algorithm,
+            expected,
+            encoded: encoded.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+impl Digest {
+    /// Parses `text`, which is usually a part of `source` (a digest inside a manifest): then
+    /// the digest shares `source`'s bytes instead of copying them.
+    pub fn parse_in(source: &Bytes, text: &str) -> Result<Self, DigestError> {
+        validate(text)?;
+        let start = (text.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
+        let inside = start <= source.len() && text.len() <= source.len() - start;
+        let shared = inside
+            .then(|| ByteString::try_from(source.slice(start..start + text.len())).ok())
+            .flatten();
+        Ok(Digest(shared.unwrap_or_else(|| ByteString::from(text))))
+    }
+}
+
 impl FromStr for Digest {
     type Err = DigestError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (algorithm, encoded) = s
-            .split_once(':')
-            .ok_or_else(|| DigestError::MissingSeparator(s.to_owned()))?;
-        if !valid_algorithm(algorithm) {
-            return Err(DigestError::InvalidAlgorithm(algorithm.to_owned()));
-        }
-        if encoded.is_empty()
-            || !encoded
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'=' | b'_' | b'-'))
-        {
-            return Err(DigestError::InvalidEncoded(encoded.to_owned()));
-        }
-        let expected = match algorithm {
-            "sha256" => Some(("sha256", 64)),
-            "sha512" => Some(("sha512", 128)),
-            _ => None,
-        };
-        if let Some((algorithm, expected)) = expected
-            && !lower_hex(encoded, expected)
-        {
-            return Err(DigestError::InvalidHex {
-                algorithm,
-                expected,
-                encoded: encoded.to_owned(),
-            });
-        }
-        Ok(Digest(Bytes::copy_from_slice(s.as_bytes())))
+        validate(s)?;
+        Ok(Digest(ByteString::from(s)))
     }
 }
 
@@ -124,8 +199,18 @@ impl serde::Serialize for Digest {
 
 impl<'de> serde::Deserialize<'de> for Digest {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        /// Parses the string where the deserializer has it, without an owned copy first.
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Digest;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a digest string")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Digest, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Visitor)
     }
 }
 
