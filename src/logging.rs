@@ -82,26 +82,67 @@ struct AccessJson<'a> {
     access: &'a Access<'a>,
 }
 
+/// The peer address as the access line shows it: nothing when unknown.
+struct Peer(Option<IpAddr>);
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(ip) => ip.fmt(f),
+            None => Ok(()),
+        }
+    }
+}
+
+thread_local! {
+    /// The last second this thread stamped a line with, and its RFC 3339 text without the
+    /// `Z` (`2026-11-30T00:25:16`): lines of the same second only add their milliseconds.
+    static SECOND: std::cell::RefCell<(u64, String)> = const {
+        std::cell::RefCell::new((u64::MAX, String::new()))
+    };
+}
+
+/// Writes `now` as `humantime::format_rfc3339_millis` does (`2026-11-30T00:25:16.142Z`).
+fn write_timestamp(line: &mut Vec<u8>, now: SystemTime) {
+    let since = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    SECOND.with_borrow_mut(|(second, text)| {
+        if *second != since.as_secs() {
+            let whole = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(since.as_secs());
+            *text = humantime::format_rfc3339_seconds(whole).to_string();
+            text.pop(); // the `Z`
+            *second = since.as_secs();
+        }
+        line.extend_from_slice(text.as_bytes());
+    });
+    let _ = write!(line, ".{:03}Z", since.subsec_millis());
+}
+
 /// Logs one access line (when the filter lets `chartreg::access` info lines through).
 pub fn access(a: &Access<'_>) {
     if !log::log_enabled!(target: ACCESS_TARGET, log::Level::Info) {
         return;
     }
-    let peer = a.peer.map(|p| p.to_string()).unwrap_or_default();
     let message = format_args!(
         "{} {} {} {} {:.3}ms {}",
-        a.method, a.path, a.status, a.bytes, a.duration_ms, peer
+        a.method,
+        a.path,
+        a.status,
+        a.bytes,
+        a.duration_ms,
+        Peer(a.peer)
     );
     let Some(writer) = WRITER.get() else {
         log::info!(target: ACCESS_TARGET, "{message}");
         return;
     };
-    let ts = humantime::format_rfc3339_millis(SystemTime::now());
+    let now = SystemTime::now();
     let mut line = Vec::with_capacity(160);
     let written = match FORMAT.get() {
         Some(LogFormat::Json) => {
             let json = AccessJson {
-                ts: ts.to_string(),
+                ts: humantime::format_rfc3339_millis(now).to_string(),
                 level: "INFO",
                 target: ACCESS_TARGET,
                 message: message.to_string(),
@@ -109,7 +150,11 @@ pub fn access(a: &Access<'_>) {
             };
             serde_json::to_writer(&mut line, &json).map_err(io::Error::from)
         }
-        _ => write!(line, "[{ts} INFO  {ACCESS_TARGET}] {message}"),
+        _ => {
+            line.push(b'[');
+            write_timestamp(&mut line, now);
+            write!(line, " INFO  {ACCESS_TARGET}] {message}")
+        }
     };
     if written.is_ok() {
         line.push(b'\n');
@@ -221,4 +266,24 @@ pub fn init(format: LogFormat) {
         }
     }
     let _ = builder.try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_read_as_humantime_writes_them() {
+        let mut line = Vec::new();
+        for offset_ms in [0, 1, 999, 1000, 59_999, 86_400_000] {
+            let at = SystemTime::UNIX_EPOCH
+                + std::time::Duration::from_millis(1_796_000_000_123 + offset_ms);
+            line.clear();
+            write_timestamp(&mut line, at);
+            assert_eq!(
+                String::from_utf8_lossy(&line),
+                humantime::format_rfc3339_millis(at).to_string()
+            );
+        }
+    }
 }

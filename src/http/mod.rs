@@ -35,7 +35,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
-use actix_web::middleware::{DefaultHeaders, from_fn};
+use actix_web::middleware::from_fn;
 use actix_web::{App, HttpRequest, HttpResponse, Resource, web};
 use serde::{Deserialize, Serialize};
 
@@ -50,7 +50,9 @@ pub use pagination::Page;
 pub use range::{RangeSpec, Selection};
 pub use routes::{Route, classify};
 
-pub const API_VERSION_HEADER: &str = "Docker-Distribution-API-Version";
+/// `Docker-Distribution-API-Version`, on every answer (see `observe`).
+pub const API_VERSION_HEADER: header::HeaderName =
+    header::HeaderName::from_static("docker-distribution-api-version");
 pub const API_VERSION: &str = "registry/2.0";
 /// `Docker-Content-Digest`, as a header name made once.
 pub const DIGEST: header::HeaderName = header::HeaderName::from_static("docker-content-digest");
@@ -144,7 +146,6 @@ pub fn app_with(
         .app_data(registry)
         .app_data(ops)
         .wrap(from_fn(observe::observe))
-        .wrap(DefaultHeaders::new().add((API_VERSION_HEADER, API_VERSION)))
         .service(endpoint("/healthz", healthz))
         .service(endpoint("/readyz", readyz))
         .service(endpoint("/metrics", metrics))

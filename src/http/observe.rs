@@ -1,4 +1,5 @@
-//! What happens around every request: the header-size cap, one access log line, and metrics.
+//! What happens around every request: the header-size cap, the API version header, one access
+//! log line, and metrics.
 //!
 //! 1. A request head larger than the cap is answered 431 before routing.
 //! 2. The request runs; its route is the name of the resource that matched.
@@ -14,6 +15,7 @@ use std::time::Instant;
 
 use actix_web::body::{BodySize, BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::HeaderValue;
 use actix_web::middleware::Next;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpRequest, web};
@@ -99,6 +101,15 @@ impl Drop for Observed {
     }
 }
 
+/// Every answer says which API it speaks (`Docker-Distribution-API-Version: registry/2.0`).
+fn with_api_version<B>(mut response: ServiceResponse<B>) -> ServiceResponse<B> {
+    response.headers_mut().insert(
+        super::API_VERSION_HEADER,
+        HeaderValue::from_static(super::API_VERSION),
+    );
+    response
+}
+
 /// The middleware (see the module doc).
 pub async fn observe(
     req: ServiceRequest,
@@ -106,26 +117,21 @@ pub async fn observe(
 ) -> Result<ServiceResponse<EitherBody<Observed, BoxBody>>, Error> {
     let path = req.path();
     if OPERATIONS_PATHS.contains(&path) {
-        return Ok(next
-            .call(req)
-            .await?
-            .map_into_boxed_body()
-            .map_into_right_body());
+        let response = with_api_version(next.call(req).await?);
+        return Ok(response.map_into_boxed_body().map_into_right_body());
     }
     let started = Instant::now();
     let ops = req.app_data::<web::Data<Ops>>().cloned();
     let Some(ops) = ops else {
-        return Ok(next
-            .call(req)
-            .await?
-            .map_into_boxed_body()
-            .map_into_right_body());
+        let response = with_api_version(next.call(req).await?);
+        return Ok(response.map_into_boxed_body().map_into_right_body());
     };
     let response = if head_bytes(&req) > ops.max_header_bytes {
         req.error_response(ApiError::HeadersTooLarge(ops.max_header_bytes))
     } else {
         next.call(req).await?.map_into_boxed_body()
     };
+    let response = with_api_version(response);
     let request = response.request().clone();
     let record = Record {
         metrics: ops.metrics.clone(),
