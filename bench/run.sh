@@ -85,7 +85,7 @@ if [[ "$PIN" == 1 && "$(nproc)" -ge 2 ]]; then
 else
     SERVER_CPU=()
     LOAD_CPU=()
-    NGINX_WORKERS=auto
+    NGINX_WORKERS=$(nproc) # what `worker_processes auto` gives
     CPU_SHARING="not pinned: servers and the load generator share all $(nproc) CPUs
   (servers use their defaults: one worker per CPU)."
 fi
