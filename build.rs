@@ -54,6 +54,14 @@ fn main() {
         }),
         Err(_) => DEFAULT_LINK_THRESHOLD,
     };
+    let threshold = if linkable_target() {
+        threshold
+    } else {
+        println!(
+            "cargo:warning=include-blob does not know this target: embedding every file with rust-embed"
+        );
+        u64::MAX
+    };
     split_for_embedding(&folder, &out_dir, threshold);
     git_revision(&manifest_dir);
 }
@@ -99,8 +107,12 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
             let target = mirror.join(&relative);
             fs::create_dir_all(target.parent().expect("below the mirror"))
                 .expect("the embed mirror can be written");
-            if fs::hard_link(&file, &target).is_err() {
-                fs::copy(&file, &target).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            // Links to the file itself (a symbolic link's target), else a copy.
+            let real = file
+                .canonicalize()
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            if fs::hard_link(&real, &target).is_err() {
+                fs::copy(&real, &target).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             }
             continue;
         }
@@ -130,7 +142,46 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
     }
 }
 
+/// The targets include-blob writes objects for (it panics on others).
+fn linkable_target() -> bool {
+    let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    matches!(
+        os.as_str(),
+        "linux" | "android" | "macos" | "ios" | "windows"
+    ) && matches!(
+        arch.as_str(),
+        "x86"
+            | "x86_64"
+            | "arm"
+            | "aarch64"
+            | "riscv32"
+            | "riscv64"
+            | "mips"
+            | "mips64"
+            | "powerpc"
+            | "powerpc64"
+    )
+}
+
+/// Every file under `dir`, following symbolic links (to the files they name); a link back to
+/// a folder being walked is refused rather than followed for ever.
 fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+    let mut walking = Vec::new();
+    walk_below(dir, files, &mut walking);
+}
+
+fn walk_below(dir: &Path, files: &mut Vec<PathBuf>, walking: &mut Vec<PathBuf>) {
+    let real = dir
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    if walking.contains(&real) {
+        panic!(
+            "{}: a symbolic link loops back to a folder above it",
+            dir.display()
+        );
+    }
+    walking.push(real);
     let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     for entry in entries {
         let entry = entry.unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -139,11 +190,12 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
             .file_type()
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if kind.is_dir() || (kind.is_symlink() && path.is_dir()) {
-            walk(&path, files);
+            walk_below(&path, files, walking);
         } else {
             files.push(path);
         }
     }
+    walking.pop();
 }
 
 fn sha256_of(file: &Path) -> [u8; 32] {

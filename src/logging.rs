@@ -10,6 +10,7 @@
 //! Access lines, one per request, skip env_logger's general formatting: [`access`] checks the
 //! filter, formats the line straight into a buffer and queues it.
 
+use std::fmt::Write as _;
 use std::io::{self, BufWriter, Write};
 use std::net::IpAddr;
 use std::sync::OnceLock;
@@ -110,7 +111,9 @@ fn write_timestamp(line: &mut Vec<u8>, now: SystemTime) {
     SECOND.with_borrow_mut(|(second, text)| {
         if *second != since.as_secs() {
             let whole = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(since.as_secs());
-            *text = humantime::format_rfc3339_seconds(whole).to_string();
+            text.clear();
+            // Years past 9999 cannot be written: the line then has no date.
+            let _ = write!(text, "{}", humantime::format_rfc3339_seconds(whole));
             text.pop(); // the `Z`
             *second = since.as_secs();
         }

@@ -372,3 +372,65 @@ fn several_layouts_share_nothing_but_bytes() {
     assert_eq!(registry.catalog().names(), ["test/app", "test/copy"]);
     assert_eq!(registry.summary().repositories, 2);
 }
+
+#[test]
+fn nested_layouts_are_separate_repositories() {
+    // `test/app` and `test/app/sub` are both valid names; files in the inner folder belong to
+    // the inner layout, whatever order the files come in.
+    let mut outer = LayoutBuilder::new("test/app");
+    let m = image(&mut outer, b"outer layer");
+    let d = outer.manifest(media_type::OCI_MANIFEST, &m);
+    outer.list(d, Some("v1"));
+    let mut inner = LayoutBuilder::new("test/app/sub");
+    let m = image(&mut inner, b"inner layer");
+    let d = inner.manifest(media_type::OCI_MANIFEST, &m);
+    inner.list(d, Some("v2"));
+    let mut files: Vec<(String, Vec<u8>)> = outer.finish().into_iter().collect();
+    files.extend(inner.finish());
+    for order in [false, true] {
+        if order {
+            files.reverse();
+        }
+        let registry = Registry::from_files(
+            files
+                .iter()
+                .map(|(p, b)| ContentFile::new(p.clone(), b.clone())),
+        )
+        .unwrap();
+        assert_eq!(registry.catalog().names(), ["test/app", "test/app/sub"]);
+        let tags = |name: &str| {
+            let name = name.parse().unwrap();
+            registry.repository(&name).unwrap().tags().to_vec()
+        };
+        assert_eq!(tags("test/app"), ["v1"]);
+        assert_eq!(tags("test/app/sub"), ["v2"]);
+    }
+}
+
+#[test]
+fn a_manifest_also_referenced_as_a_blob_is_counted_once() {
+    let (first, d, _) = valid();
+    // One layout: the valid manifest (tag v1), and a second manifest (tag v2) whose layer is
+    // the first manifest's bytes.
+    let mut layout = LayoutBuilder::new("test/app");
+    let m1 = image(&mut layout, b"layer bytes");
+    let d1 = layout.manifest(media_type::OCI_MANIFEST, &m1);
+    assert_eq!(d1.digest, d.digest);
+    let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
+    let layer = layout.blob(media_type::OCI_MANIFEST, first[&blob_path(&d)].clone());
+    let d2 = layout.manifest(
+        media_type::OCI_MANIFEST,
+        &ImageManifest::new(config, vec![layer]),
+    );
+    layout.list(d1, Some("v1"));
+    layout.list(d2, Some("v2"));
+    let files = layout.finish();
+    let distinct: u64 = files
+        .iter()
+        .filter(|(p, _)| p.contains("/blobs/"))
+        .map(|(_, b)| b.len() as u64)
+        .sum();
+    let registry = load(files).unwrap();
+    assert_eq!(registry.summary().tags, 2);
+    assert_eq!(registry.summary().bytes, distinct);
+}

@@ -130,11 +130,10 @@ pub(super) fn registry(
                 distinct.insert(b.digest.clone(), b.data.len() as u64);
             }
         } else {
-            registry.summary.bytes = repository
-                .manifests
-                .values()
-                .map(|m| m.data.len() as u64)
-                .sum::<u64>()
+            // Distinct: a manifest may also be referenced as a blob.
+            let manifests = repository.manifests.values();
+            let not_blobs = manifests.filter(|m| !repository.blobs.contains_key(&m.digest));
+            registry.summary.bytes = not_blobs.map(|m| m.data.len() as u64).sum::<u64>()
                 + repository
                     .blobs
                     .values()
@@ -176,30 +175,27 @@ fn group_into_layouts(files: &[ContentFile]) -> Result<BTreeMap<&str, Layout<'_>
             );
         }
     }
-    // Files come in path order from rust-embed, so most belong to the layout of the one before.
-    let mut last: Option<&str> = None;
+    // Files of one folder belong to one layout (the deepest above the folder), and files come
+    // mostly folder by folder: look up each folder once.
+    let mut last: Option<(&str, &str)> = None; // (folder, layout root)
     for file in files {
-        let in_last = last.filter(|root| {
-            file.path.len() > root.len()
-                && file.path.starts_with(root)
-                && file.path.as_bytes()[root.len()] == b'/'
-        });
-        let root = match in_last {
-            Some(root) => root,
-            None => {
-                let mut folder: &str = &file.path;
+        let folder = file.path.rsplit_once('/').map_or("", |(folder, _)| folder);
+        let root = match last {
+            Some((last_folder, root)) if last_folder == folder => root,
+            _ => {
+                let mut inner: &str = &file.path;
                 loop {
-                    let Some((parent, _)) = folder.rsplit_once('/') else {
+                    let Some((parent, _)) = inner.rsplit_once('/') else {
                         return fail(file.path.as_ref(), Problem::OutsideLayout);
                     };
                     if let Some(layout) = layouts.get(parent) {
                         break layout.root;
                     }
-                    folder = parent;
+                    inner = parent;
                 }
             }
         };
-        last = Some(root);
+        last = Some((folder, root));
         let inner = &file.path[root.len() + 1..];
         if let Some(layout) = layouts.get_mut(root) {
             layout.files.push((inner, file));
@@ -321,7 +317,8 @@ fn load_layout(layout: &Layout<'_>) -> Result<Repository, LoadError> {
         .keys()
         .filter(|d| repository.blobs.contains_key(*d))
         .count();
-    let unreferenced = blobs.len() + both - repository.blobs.len() - repository.manifests.len();
+    let unreferenced =
+        (blobs.len() + both).saturating_sub(repository.blobs.len() + repository.manifests.len());
     if unreferenced > 0 {
         log::warn!(
             "{}: {unreferenced} blob(s) referenced by no manifest are not served",
@@ -508,8 +505,8 @@ impl Loader<'_, '_> {
 
     /// Loads the manifests `index.json` lists (with their digests), and everything they
     /// reference. The manifests are fetched and parsed on all CPUs, in chunks; they are then
-    /// checked and stored in order, so that the first problem in file order is the one
-    /// reported, as when loading one by one.
+    /// checked and stored in order, so that the problem reported is the first in file order
+    /// (tags are checked after all manifests).
     fn manifests(&mut self, listed: &[(Digest, &RawDescriptor<'_>)]) -> Result<(), LoadError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let chunk = listed.len().div_ceil(threads).max(256);
