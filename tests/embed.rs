@@ -138,15 +138,19 @@ fn other_content_is_embedded_at_build_time() {
     // A blob whose bytes no longer match its name: the binary refuses to start.
     let tampered = dir.join(blob_path);
     fs::write(&tampered, b"first pay1oad").unwrap();
-    let bin = build_with(dir);
-    let out = Command::new(&bin)
+    refuses_to_start(&build_with(dir), blob_path);
+}
+
+/// `bin` will not serve: it exits 1 naming `path`, whose content does not match its name.
+fn refuses_to_start(bin: &Path, path: &str) {
+    let out = Command::new(bin)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains(blob_path.as_str()) && stderr.contains("content has digest"),
+        stderr.contains(path) && stderr.contains("content has digest"),
         "{stderr}"
     );
 }
@@ -231,17 +235,7 @@ fn large_files_are_linked_in_and_served_exactly() {
     let mut tampered = big.clone();
     tampered[2 * 1024 * 1024] ^= 1;
     fs::write(dir.join(&path), &tampered).unwrap();
-    let bin = build_with(&dir);
-    let out = Command::new(&bin)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(path.as_str()) && stderr.contains("content has digest"),
-        "{stderr}"
-    );
+    refuses_to_start(&build_with(&dir), &path);
 }
 
 /// GETs `path` and reads the response slowly (`chunk` bytes, then `pause`), returning the
