@@ -275,5 +275,9 @@ fn ls<C: IntoIterator<Item = ContentFile>>(
         }
         result
     };
-    written.map_err(|e| format!("cannot write the listing: {e}"))
+    match written {
+        // The reader has what it wanted (`chartreg ls | head`): not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(|e| format!("cannot write the listing: {e}")),
+    }
 }

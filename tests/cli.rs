@@ -85,6 +85,23 @@ fn ls_lists_every_tag_with_digest_and_size() {
 }
 
 #[test]
+fn ls_into_a_reader_that_stops_early_is_not_an_error() {
+    // `chartreg ls --json | head -1`: the reader goes away before the listing is written.
+    for args in [&["ls", "--json"][..], &["ls"][..]] {
+        let mut child = Command::new(common::chartreg_bin())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{args:?}");
+    }
+}
+
+#[test]
 fn serve_logs_one_summary_line_and_access_lines() {
     let server = common::Process::start();
     let out = Command::new("curl")
