@@ -11,7 +11,7 @@
 # nginx is only ever run by the benchmark itself, in the foreground, as the
 # calling user, with its own configuration: the packaged system service must
 # not start (it would take port 80). Service starts are forbidden during the
-# install (policy-rc.d exit 101, as in install-tools.sh), and the service is
+# install (scripts/apt-install.sh), and the service is
 # stopped and disabled afterwards in case it started anyway.
 #
 # Idempotent; a second run takes well under a second (plus install-tools.sh).
@@ -34,21 +34,9 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 
 if ((${#missing[@]})); then
     log "apt-get install ${missing[*]}"
-    policy=/usr/sbin/policy-rc.d
-    own_policy=0
-    if [[ ! -e "$policy" ]]; then
-        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
-        "${SUDO[@]}" chmod 0755 "$policy"
-        own_policy=1
-    fi
-    apt_ok=1
-    "${SUDO[@]}" apt-get update -qq || apt_ok=0
-    if ((apt_ok)); then
-        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${missing[@]}" >/dev/null || apt_ok=0
-    fi
-    ((own_policy)) && "${SUDO[@]}" rm -f "$policy"
-    ((apt_ok)) || die "apt-get install ${missing[*]} failed"
+    # shellcheck source=scripts/apt-install.sh
+    source "$ROOT/scripts/apt-install.sh"
+    apt_install_no_services "${missing[@]}"
 fi
 
 # Make sure the packaged nginx service is not running and will not start at boot.

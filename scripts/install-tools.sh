@@ -99,30 +99,9 @@ command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 
 if ((${#missing[@]})); then
     log "apt-get install ${missing[*]}"
-    SUDO=()
-    [[ "$(id -u)" == 0 ]] || SUDO=(sudo)
-
-    # The docker-registry package would start a service listening on :5000,
-    # which is chartreg's default port. Forbid service starts while we install
-    # (policy-rc.d exit 101 = "action not allowed"), unless a policy already
-    # exists, in which case it is left untouched.
-    policy=/usr/sbin/policy-rc.d
-    own_policy=0
-    if [[ ! -e "$policy" ]]; then
-        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
-        "${SUDO[@]}" chmod 0755 "$policy"
-        own_policy=1
-    fi
-
-    export DEBIAN_FRONTEND=noninteractive
-    apt_ok=1
-    "${SUDO[@]}" apt-get update -qq || apt_ok=0
-    if ((apt_ok)); then
-        "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${missing[@]}" >/dev/null || apt_ok=0
-    fi
-    ((own_policy)) && "${SUDO[@]}" rm -f "$policy"
-    ((apt_ok)) || die "apt-get install ${missing[*]} failed"
+    # shellcheck source=scripts/apt-install.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+    apt_install_no_services "${missing[@]}"
 fi
 
 # Whatever happened above (or on an earlier run, or by hand), make sure the
