@@ -291,44 +291,12 @@ fn sigterm_drains_a_large_download_and_exits_cleanly() {
     let bin = build_with(&dir);
     let digest = common::sha256(&payload);
 
-    let mut child = Command::new(&bin)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--shutdown-delay",
-            "1s",
-            "--shutdown-timeout",
-            "30s",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let log = std::sync::Arc::new(Mutex::new(String::new()));
-    let sink = log.clone();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if let Some(addr) = line.split(" on http://").nth(1) {
-                let _ = tx.send(
-                    addr.split_whitespace()
-                        .next()
-                        .unwrap()
-                        .parse::<std::net::SocketAddr>()
-                        .unwrap(),
-                );
-            }
-            sink.lock().unwrap().push_str(&(line + "\n"));
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("server started");
+    let mut server = common::Process::start_args(
+        &bin,
+        &["--shutdown-delay", "1s", "--shutdown-timeout", "30s"],
+        &[],
+    );
+    let addr = server.addr;
     assert_eq!(
         status_of(addr, "/readyz").as_deref(),
         Some("HTTP/1.1 200 OK")
@@ -341,11 +309,7 @@ fn sigterm_drains_a_large_download_and_exits_cleanly() {
     std::thread::sleep(Duration::from_millis(300));
 
     let signalled = Instant::now();
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    server.signal("TERM");
     // Not ready at once, but still serving during the delay.
     let mut readyz = None;
     for _ in 0..50 {
@@ -359,7 +323,7 @@ fn sigterm_drains_a_large_download_and_exits_cleanly() {
         readyz.as_deref(),
         Some("HTTP/1.1 503 Service Unavailable"),
         "{}",
-        log.lock().unwrap()
+        server.log()
     );
     assert!(signalled.elapsed() < Duration::from_millis(900));
     assert_eq!(
@@ -384,14 +348,14 @@ fn sigterm_drains_a_large_download_and_exits_cleanly() {
     assert_eq!(body.len(), payload.len(), "the whole blob arrived");
     assert_eq!(common::sha256(&body), digest, "intact");
 
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{}", log.lock().unwrap());
+    let status = server.wait();
+    assert_eq!(status.code(), Some(0), "{}", server.log());
     assert!(signalled.elapsed() >= Duration::from_secs(1));
     assert!(
         TcpStream::connect(addr).is_err(),
         "nothing listens afterwards"
     );
-    let log = log.lock().unwrap();
+    let log = server.log();
     assert!(log.contains("SIGTERM: not ready"), "{log}");
     assert!(log.contains("stopped"), "{log}");
 }

@@ -36,26 +36,8 @@ impl Helm {
     fn command(&self, args: &[&str]) -> Command {
         let home = self.home.path();
         let mut cmd = Command::new(&self.bin);
-        cmd.args(args)
-            .current_dir(home)
-            .env("HOME", home)
-            .env("HELM_CONFIG_HOME", home.join("config"))
-            .env("HELM_CACHE_HOME", home.join("cache"))
-            .env("HELM_DATA_HOME", home.join("data"))
-            .env("DOCKER_CONFIG", home.join("docker"))
-            .env("KUBECONFIG", home.join("kubeconfig"))
-            .env("GNUPGHOME", home.join("gnupg"));
-        for var in [
-            "HELM_REGISTRY_CONFIG",
-            "HELM_REPOSITORY_CONFIG",
-            "HELM_REPOSITORY_CACHE",
-            "HELM_PLUGINS",
-            "HELM_DEBUG",
-            "HELM_NAMESPACE",
-            "HELM_KUBECONTEXT",
-        ] {
-            cmd.env_remove(var);
-        }
+        cmd.args(args);
+        common::isolate_helm(&mut cmd, home);
         cmd
     }
 

@@ -3,9 +3,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -346,56 +346,9 @@ async fn oversized_request_heads_get_431() {
 }
 
 /// `chartreg serve` with extra arguments; returns the child, its main address and a log reader.
-struct Served {
-    child: std::process::Child,
-    addr: SocketAddr,
-    log: Arc<std::sync::Mutex<String>>,
-}
-
-impl Served {
-    fn start(args: &[&str]) -> Served {
-        let mut child = Command::new(common::chartreg_bin())
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = log.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                // Keep the line before announcing the address, so that the log a test reads
-                // after start-up holds the summary line.
-                sink.lock().unwrap().push_str(&line);
-                sink.lock().unwrap().push('\n');
-                if let Some(rest) = line.split(" on http://").nth(1) {
-                    let addr = rest.split([' ', ',', '"']).next().unwrap().to_owned();
-                    let _ = tx.send(addr);
-                }
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("server started");
-        Served {
-            child,
-            addr: addr.parse().unwrap(),
-            log,
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `chartreg serve` with these flags, its log gathered (see `common::Process`).
+fn serve_with(args: &[&str]) -> common::Process {
+    common::Process::start_args(&common::chartreg_bin(), args, &[])
 }
 
 fn http_get(addr: SocketAddr, path: &str, extra: &str) -> (String, Vec<u8>) {
@@ -419,7 +372,7 @@ fn http_get(addr: SocketAddr, path: &str, extra: &str) -> (String, Vec<u8>) {
 
 #[test]
 fn metrics_can_have_their_own_listener() {
-    let served = Served::start(&["--metrics-listen", "127.0.0.1:0"]);
+    let served = serve_with(&["--metrics-listen", "127.0.0.1:0"]);
     let log = served.log();
     let metrics_addr = log
         .split("metrics on http://")
@@ -456,7 +409,7 @@ fn metrics_can_have_their_own_listener() {
 
 #[test]
 fn json_logs_carry_access_fields() {
-    let served = Served::start(&["--log-format", "json"]);
+    let served = serve_with(&["--log-format", "json"]);
     let (head, body) = http_get(served.addr, "/v2/charts/hello/tags/list", "");
     assert!(head.starts_with("HTTP/1.1 200"));
     let mut access = None;
@@ -488,7 +441,7 @@ fn json_logs_carry_access_fields() {
 
 #[test]
 fn a_slow_client_is_cut_off_while_others_are_served() {
-    let served = Served::start(&["--request-header-timeout", "2s", "--workers", "1"]);
+    let served = serve_with(&["--request-header-timeout", "2s", "--workers", "1"]);
     let addr = served.addr;
     let slow = std::thread::spawn(move || {
         let mut s = TcpStream::connect(addr).unwrap();
@@ -536,7 +489,7 @@ fn a_slow_client_is_cut_off_while_others_are_served() {
 
 #[test]
 fn oversized_header_block_gets_431_from_the_server() {
-    let served = Served::start(&[]);
+    let served = serve_with(&[]);
     let (head, body) = http_get(
         served.addr,
         "/v2/",
@@ -578,15 +531,8 @@ fn durations_need_units() {
 
 #[test]
 fn sigint_is_a_graceful_stop_too() {
-    let mut served = Served::start(&["--shutdown-delay", "300ms"]);
-    let pid = served.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    let mut served = serve_with(&["--shutdown-delay", "300ms"]);
+    served.signal("INT");
     let started = Instant::now();
     let mut readyz = String::new();
     for _ in 0..20 {
@@ -597,7 +543,7 @@ fn sigint_is_a_graceful_stop_too() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(readyz.starts_with("HTTP/1.1 503"), "{readyz}");
-    let status = served.child.wait().unwrap();
+    let status = served.wait();
     assert_eq!(status.code(), Some(0), "{}", served.log());
     assert!(started.elapsed() >= Duration::from_millis(250));
     assert!(
@@ -634,7 +580,7 @@ fn keep_alive_get(stream: &mut TcpStream, path: &str) -> std::io::Result<String>
 
 #[test]
 fn idle_keep_alive_connections_are_closed() {
-    let served = Served::start(&["--keep-alive", "1s"]);
+    let served = serve_with(&["--keep-alive", "1s"]);
     let mut stream = TcpStream::connect(served.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -663,7 +609,7 @@ fn idle_keep_alive_connections_are_closed() {
 
 #[test]
 fn connections_beyond_the_cap_wait_their_turn() {
-    let served = Served::start(&[
+    let served = serve_with(&[
         "--max-connections",
         "2",
         "--workers",
@@ -711,15 +657,8 @@ fn connections_beyond_the_cap_wait_their_turn() {
 
 #[test]
 fn a_second_signal_stops_at_once() {
-    let mut served = Served::start(&["--shutdown-delay", "60s"]);
-    let pid = served.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    let mut served = serve_with(&["--shutdown-delay", "60s"]);
+    served.signal("TERM");
     for _ in 0..100 {
         if served.log().contains("SIGTERM: not ready") {
             break;
@@ -727,14 +666,8 @@ fn a_second_signal_stops_at_once() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let started = Instant::now();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = served.child.wait().unwrap();
+    served.signal("TERM");
+    let status = served.wait();
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",

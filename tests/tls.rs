@@ -378,25 +378,8 @@ fn helm_with_hosts(
     ])
     .arg(hosts)
     .arg(helm)
-    .args(args)
-    .current_dir(home)
-    .env("HOME", home)
-    .env("HELM_CONFIG_HOME", home.join("config"))
-    .env("HELM_CACHE_HOME", home.join("cache"))
-    .env("HELM_DATA_HOME", home.join("data"))
-    .env("DOCKER_CONFIG", home.join("docker"))
-    .env("KUBECONFIG", home.join("kubeconfig"));
-    for var in [
-        "HELM_REGISTRY_CONFIG",
-        "HELM_REPOSITORY_CONFIG",
-        "HELM_REPOSITORY_CACHE",
-        "HELM_PLUGINS",
-        "HELM_DEBUG",
-        "SSL_CERT_FILE",
-        "SSL_CERT_DIR",
-    ] {
-        cmd.env_remove(var);
-    }
+    .args(args);
+    common::isolate_helm(&mut cmd, home);
     common::output_of(&mut cmd, "helm in a mount namespace")
 }
 

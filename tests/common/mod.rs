@@ -72,6 +72,20 @@ impl Process {
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
+
+    /// Sends the process a signal (`"TERM"`, `"INT"`) with kill(1).
+    pub fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.child.wait().expect("chartreg can be waited for")
+    }
 }
 
 impl Drop for Process {
@@ -82,6 +96,33 @@ impl Drop for Process {
             eprintln!("--- chartreg log ---\n{}", self.log());
         }
     }
+}
+
+/// Makes `cmd` (Helm, or a wrapper that runs it) use its own folders under `home` and none
+/// of the caller's Helm, registry, Kubernetes or TLS settings.
+pub fn isolate_helm<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {
+    cmd.current_dir(home)
+        .env("HOME", home)
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env("DOCKER_CONFIG", home.join("docker"))
+        .env("KUBECONFIG", home.join("kubeconfig"))
+        .env("GNUPGHOME", home.join("gnupg"));
+    for var in [
+        "HELM_REGISTRY_CONFIG",
+        "HELM_REPOSITORY_CONFIG",
+        "HELM_REPOSITORY_CACHE",
+        "HELM_PLUGINS",
+        "HELM_DEBUG",
+        "HELM_NAMESPACE",
+        "HELM_KUBECONTEXT",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
 }
 
 /// The library serving `registry` on a real socket in this process (a listener bound to
