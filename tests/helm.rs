@@ -81,21 +81,6 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// The names of the files in `dir`, sorted.
-fn file_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
-        .map(|e| {
-            e.expect("dir entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
-}
-
 fn charts_dir() -> PathBuf {
     root().join("charts")
 }
@@ -152,7 +137,7 @@ fn helm_pull_writes_the_packaged_chart(
 
     let context = format!("{} {}", helm.name, args.join(" "));
     assert_eq!(
-        file_names(out_dir.path()),
+        common::file_names(out_dir.path()),
         [package],
         "{context}: wrong file(s) written"
     );
@@ -256,7 +241,7 @@ fn helm_pull_verify_accepts_the_signed_chart(#[values("helm3", "helm4")] helm: &
         "{context}: Helm did not report verifying the chart hash {chart_digest}: {}",
         describe(&out)
     );
-    let files = file_names(out_dir.path());
+    let files = common::file_names(out_dir.path());
     assert!(
         files.contains(&"motd-1.0.0.tgz".to_owned()),
         "{context}: no chart written: {files:?}"
@@ -475,7 +460,7 @@ fn helm_pull_of_what_is_not_there_fails(
     args.extend_from_slice(version_args);
     helm.fails(&args);
     assert_eq!(
-        file_names(out_dir.path()),
+        common::file_names(out_dir.path()),
         Vec::<String>::new(),
         "{} {}: a failed pull wrote files",
         helm.name,
@@ -531,7 +516,7 @@ fn helm_push_to_distribution_matches_what_chartreg_serves(
     };
     let server = Process::start();
 
-    let mut packages: Vec<String> = file_names(&charts_dir())
+    let mut packages: Vec<String> = common::file_names(&charts_dir())
         .into_iter()
         .filter(|f| f.ends_with(".tgz"))
         .collect();

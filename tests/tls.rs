@@ -383,20 +383,6 @@ fn helm_with_hosts(
     common::output_of(&mut cmd, "helm in a mount namespace")
 }
 
-fn file_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
-        .map(|e| {
-            e.expect("dir entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
-}
-
 /// `helm pull oci://chartreg.test:PORT/charts/hello --version 1.0.0 --ca-file CA` gets the
 /// committed package byte for byte; without `--ca-file` the same pull fails on the
 /// certificate and writes nothing.
@@ -440,7 +426,7 @@ fn helm_pulls_over_https_with_its_ca_file(#[values("helm3", "helm4")] helm: &str
     let context = format!("{helm} {}", args.join(" "));
     assert!(out.status.success(), "{context}: {}", describe(&out));
     assert_eq!(
-        file_names(out_dir.path()),
+        common::file_names(out_dir.path()),
         ["hello-1.0.0.tgz"],
         "{context}: files written"
     );
@@ -473,7 +459,7 @@ fn helm_pulls_over_https_with_its_ca_file(#[values("helm3", "helm4")] helm: &str
         describe(&out)
     );
     assert_eq!(
-        file_names(out_dir.path()),
+        common::file_names(out_dir.path()),
         Vec::<String>::new(),
         "{context}: a failed pull wrote files"
     );

@@ -29,6 +29,21 @@ pub fn files_in(dir: &Path) -> Vec<ContentFile> {
         .collect()
 }
 
+/// The names of the files in `dir`, sorted.
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// The committed `assets/` as a registry: the same content the binary embeds.
 pub fn assets_registry() -> Registry {
     Registry::from_files(files_in(&root().join("assets"))).expect("assets/ is valid content")
