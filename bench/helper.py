@@ -343,24 +343,20 @@ def report(raw_path, meta_path, report_path, results_dir):
     for c in cases:
         ch = stats.get((c["name"], "chartreg"))
         row = [c["title"]]
-        for other in ("nginx", "distribution"):
-            o = stats.get((c["name"], other))
-            if ch and o and o["rps_median"] > 0:
-                row.append(f"{ch['rps_median'] / o['rps_median']:.2f}×")
-            else:
-                row.append("—")
-        for other in ("nginx", "distribution"):
-            o = stats.get((c["name"], other))
-            if ch and o and ch["cpu_us_per_req_median"] > 0:
-                row.append(f"{o['cpu_us_per_req_median'] / ch['cpu_us_per_req_median']:.2f}×")
-            else:
-                row.append("—")
-        for other in ("nginx", "distribution"):
-            o = stats.get((c["name"], other))
-            if ch and o and ch["p99_ms_median"] > 0:
-                row.append(f"{o['p99_ms_median'] / ch['p99_ms_median']:.2f}×")
-            else:
-                row.append("—")
+        # req/s: chartreg over the other; CPU/req and p99: the other over chartreg (above 1
+        # always means chartreg is better).
+        for key, chartreg_on_top in (
+            ("rps_median", True),
+            ("cpu_us_per_req_median", False),
+            ("p99_ms_median", False),
+        ):
+            for other in ("nginx", "distribution"):
+                o = stats.get((c["name"], other))
+                top, bottom = (ch, o) if chartreg_on_top else (o, ch)
+                if ch and o and bottom[key] > 0:
+                    row.append(f"{top[key] / bottom[key]:.2f}×")
+                else:
+                    row.append("—")
         ratio_rows.append(row)
     ratios = md_table(
         [
