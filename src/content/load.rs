@@ -338,15 +338,8 @@ fn load_layout(layout: &Layout<'_>) -> Result<Repository, LoadError> {
 
 /// Whether `encoded` is the lowercase hex of `hash`.
 fn hex_is(encoded: &str, hash: &[u8; 32]) -> bool {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    encoded.len() == 64
-        && encoded
-            .as_bytes()
-            .chunks_exact(2)
-            .zip(hash)
-            .all(|(pair, byte)| {
-                pair[0] == HEX[usize::from(byte >> 4)] && pair[1] == HEX[usize::from(byte & 0xf)]
-            })
+    let mut text = [0; 64];
+    hex::encode_to_slice(hash, &mut text).is_ok() && encoded.as_bytes() == text
 }
 
 /// A map keyed by sha256 hashes. They are uniformly distributed already: their first eight

@@ -40,14 +40,7 @@ impl Digest {
 
     /// The digest for a known sha256 value.
     pub fn from_sha256(hash: [u8; 32]) -> Self {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut text = String::with_capacity(SHA256_LEN);
-        text.push_str("sha256:");
-        for byte in hash {
-            text.push(char::from(HEX[usize::from(byte >> 4)]));
-            text.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
-        Digest(ByteString::from(text))
+        Digest(ByteString::from(format!("sha256:{}", hex::encode(hash))))
     }
 
     pub fn algorithm(&self) -> &str {
@@ -64,21 +57,10 @@ impl Digest {
 
     /// The hash of a sha256 digest.
     pub fn sha256(&self) -> Option<[u8; 32]> {
-        let hex = self.as_str().strip_prefix("sha256:")?.as_bytes();
-        if hex.len() != 64 {
-            return None;
-        }
+        let hex = self.as_str().strip_prefix("sha256:")?;
         let mut hash = [0; 32];
-        let mut invalid = 0;
-        for (byte, pair) in hash.iter_mut().zip(hex.chunks_exact(2)) {
-            let (high, low) = (
-                HEX_VALUE[usize::from(pair[0])],
-                HEX_VALUE[usize::from(pair[1])],
-            );
-            invalid |= high | low;
-            *byte = (high << 4) | (low & 0xf);
-        }
-        (invalid & NOT_HEX == 0).then_some(hash)
+        hex::decode_to_slice(hex, &mut hash).ok()?;
+        Some(hash)
     }
 
     /// The digest text as shared bytes (no copy).
@@ -86,20 +68,6 @@ impl Digest {
         self.0.as_bytes().clone()
     }
 }
-
-/// Marks a byte that is not a lowercase hex digit in [`HEX_VALUE`].
-const NOT_HEX: u8 = 0x10;
-
-/// The value of each lowercase hex digit; [`NOT_HEX`] for every other byte.
-const HEX_VALUE: [u8; 256] = {
-    let mut table = [NOT_HEX; 256];
-    let mut i = 0;
-    while i < 16 {
-        table[b"0123456789abcdef"[i] as usize] = i as u8;
-        i += 1;
-    }
-    table
-};
 
 /// `sha256:` and 64 hex characters.
 const SHA256_LEN: usize = 71;
