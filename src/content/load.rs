@@ -122,23 +122,12 @@ pub(super) fn registry(
     let several = layouts.len() > 1;
     for layout in layouts.into_values() {
         let repository = load_layout(&layout)?;
-        if several {
-            for m in repository.manifests.values() {
-                distinct.insert(m.digest.clone(), m.data.len() as u64);
+        for (digest, size) in repository.distinct_content() {
+            if several {
+                distinct.insert(digest.clone(), size);
+            } else {
+                registry.summary.bytes += size;
             }
-            for b in repository.blobs.values() {
-                distinct.insert(b.digest.clone(), b.data.len() as u64);
-            }
-        } else {
-            // Distinct: a manifest may also be referenced as a blob.
-            let manifests = repository.manifests.values();
-            let not_blobs = manifests.filter(|m| !repository.blobs.contains_key(&m.digest));
-            registry.summary.bytes = not_blobs.map(|m| m.data.len() as u64).sum::<u64>()
-                + repository
-                    .blobs
-                    .values()
-                    .map(|b| b.data.len() as u64)
-                    .sum::<u64>();
         }
         registry.summary.tags += repository.tags().len();
         registry.summary.manifests += repository.manifests.len();
@@ -155,6 +144,21 @@ pub(super) fn registry(
         registry.summary.bytes = distinct.values().sum();
     }
     Ok(registry)
+}
+
+impl Repository {
+    /// Every manifest and blob once (a manifest may also be referenced as a blob), with its size.
+    fn distinct_content(&self) -> impl Iterator<Item = (&Digest, u64)> {
+        let blobs = self
+            .blobs
+            .values()
+            .map(|b| (&b.digest, b.data.len() as u64));
+        let manifests = self
+            .manifests
+            .values()
+            .filter(|m| !self.blobs.contains_key(&m.digest));
+        blobs.chain(manifests.map(|m| (&m.digest, m.data.len() as u64)))
+    }
 }
 
 /// Assigns each file to the deepest folder above it that holds an `oci-layout` file.
@@ -312,13 +316,9 @@ fn load_layout(layout: &Layout<'_>) -> Result<Repository, LoadError> {
     }
 
     // Blobs kept are those some manifest references (as a blob or as a manifest).
-    let both = repository
-        .manifests
-        .keys()
-        .filter(|d| repository.blobs.contains_key(*d))
-        .count();
-    let unreferenced =
-        (blobs.len() + both).saturating_sub(repository.blobs.len() + repository.manifests.len());
+    let unreferenced = blobs
+        .len()
+        .saturating_sub(repository.distinct_content().count());
     if unreferenced > 0 {
         log::warn!(
             "{}: {unreferenced} blob(s) referenced by no manifest are not served",
