@@ -36,21 +36,15 @@ fn small(path: Cow<'static, str>) -> Option<ContentFile> {
 }
 
 /// Every embedded file. rust-embed finds each file by a binary search over its paths, which
-/// is most of the cost with tens of thousands of files: two threads share that work.
+/// is most of the cost with tens of thousands of files: every CPU shares that work.
 fn embedded() -> impl Iterator<Item = ContentFile> {
     let names: Vec<Cow<'static, str>> = Assets::iter().collect();
-    let (first, second) = names.split_at(names.len() / 2);
-    let mut files: Vec<ContentFile> = std::thread::scope(|scope| {
-        let other = scope.spawn(|| second.iter().cloned().filter_map(small).collect::<Vec<_>>());
-        let mut files: Vec<ContentFile> = first.iter().cloned().filter_map(small).collect();
-        // A panic in the other thread is a bug in rust-embed's lookup: let it surface.
-        files.extend(
-            other
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e)),
-        );
-        files
-    });
+    let mut files: Vec<ContentFile> = chartreg::content::in_parallel(&names, 1024, |chunk| {
+        chunk.iter().cloned().filter_map(small).collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     files.extend(
         linked()
             .into_iter()

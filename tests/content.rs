@@ -434,3 +434,100 @@ fn a_manifest_also_referenced_as_a_blob_is_counted_once() {
     assert_eq!(registry.summary().tags, 2);
     assert_eq!(registry.summary().bytes, distinct);
 }
+
+/// Two layouts of `versions` tagged image manifests each: enough files and manifests that
+/// loading spreads them over several chunks and threads.
+fn two_large_layouts(versions: usize) -> (Files, Vec<ImageManifest>) {
+    let mut files = Files::new();
+    let mut first = Vec::new();
+    for name in ["test/a", "test/b"] {
+        let mut layout = LayoutBuilder::new(name);
+        for v in 0..versions {
+            let config = format!("{{\"version\":{v}}}").into_bytes();
+            let config = layout.blob("application/vnd.oci.image.config.v1+json", config);
+            let layer = format!("{name} layer {v}").into_bytes();
+            let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", layer);
+            let m = ImageManifest::new(config, vec![layer]);
+            let d = layout.manifest(media_type::OCI_MANIFEST, &m);
+            layout.list(d, Some(&format!("1.0.{v}")));
+            if name == "test/a" {
+                first.push(m);
+            }
+        }
+        files.extend(layout.finish());
+    }
+    (files, first)
+}
+
+#[test]
+fn large_content_loads_whole() {
+    let (files, manifests) = two_large_layouts(700);
+    assert!(files.len() > 4000, "several chunks of files");
+    let registry = load(files).unwrap();
+    let s = registry.summary();
+    assert_eq!(
+        (s.repositories, s.tags, s.manifests, s.blobs),
+        (2, 1400, 1400, 2800)
+    );
+    let a = registry.repository(&"test/a".parse().unwrap()).unwrap();
+    for (v, m) in manifests.iter().enumerate() {
+        let by_tag = a
+            .manifest(&Reference::Tag(format!("1.0.{v}").parse().unwrap()))
+            .unwrap();
+        let layer = a.blob(&m.layers[0].digest).unwrap();
+        assert_eq!(&layer.data[..], format!("test/a layer {v}").as_bytes());
+        assert_eq!(by_tag.media_type, media_type::OCI_MANIFEST);
+        assert_eq!(
+            &by_tag.quoted_digest[..],
+            format!("\"{}\"", by_tag.digest).as_bytes()
+        );
+    }
+}
+
+#[test]
+fn the_problem_reported_is_the_first_in_load_order_however_the_work_is_split() {
+    // Loading reads files and manifests on several threads; what it reports is still the first
+    // problem a one-pass load meets: layouts by name, in a layout its files, then its
+    // manifests in index order, then its tags.
+    let (files, manifests) = two_large_layouts(700);
+    let config = |v: usize| {
+        format!(
+            "test/a/blobs/sha256/{}",
+            manifests[v].config.digest.encoded()
+        )
+    };
+
+    // Missing blobs of manifests 650 and 20 of test/a, and a stray file in test/b: the blob of
+    // manifest 20 is the first problem.
+    let mut broken = files.clone();
+    broken.remove(&config(650));
+    broken.remove(&config(20));
+    broken.insert("test/b/stray".into(), b"x".to_vec());
+    assert!(matches!(
+        refused(broken, &config(20)),
+        Problem::MissingBlob(_)
+    ));
+
+    // A stray file in test/a comes before every manifest problem in it.
+    let mut broken = files.clone();
+    broken.remove(&config(5));
+    broken.insert("test/a/zz-stray".into(), b"x".to_vec());
+    assert!(matches!(
+        refused(broken, "test/a/zz-stray"),
+        Problem::UnexpectedFile
+    ));
+
+    // A problem in test/b only is found in test/b.
+    let mut broken = files;
+    let b_manifest = broken
+        .keys()
+        .filter(|p| p.starts_with("test/b/blobs/"))
+        .nth(900)
+        .cloned()
+        .unwrap();
+    broken.insert(b_manifest.clone(), b"tampered".to_vec());
+    assert!(matches!(
+        refused(broken, &b_manifest),
+        Problem::DigestMismatch { .. }
+    ));
+}

@@ -17,6 +17,7 @@
 
 mod listing;
 mod load;
+mod parallel;
 mod raw;
 
 /// Hash maps keyed by names and digests, with a fast hasher (foldhash, already used by
@@ -24,15 +25,40 @@ mod raw;
 /// only ever read the maps.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+/// Maps keyed by sha256 hashes (manifests and blobs, found by digest). The hashes are uniformly
+/// distributed already, so their first eight bytes are the hash-map hash: no hashing at all.
+type Sha256Map<V> = std::collections::HashMap<[u8; 32], V, BuildHasherDefault<Sha256Prefix>>;
+
+#[derive(Default)]
+struct Sha256Prefix(u64);
+
+impl Hasher for Sha256Prefix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    /// An array hashes as its length, then its bytes: the length is the same for every key.
+    fn write_usize(&mut self, _length: usize) {}
+
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some(prefix) = bytes.first_chunk::<8>() {
+            self.0 = u64::from_le_bytes(*prefix);
+        }
+    }
+}
+
 use std::borrow::Cow;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use bytes::Bytes;
+use bytestring::ByteString;
 
 use crate::oci::layout::Descriptor;
 use crate::oci::{Digest, Reference, RepositoryName};
 
 pub use listing::Listing;
 pub use load::{LoadError, Problem};
+pub use parallel::in_parallel;
 
 /// One input file: its path relative to the content root (with `/` separators), its bytes, and
 /// its sha256 when already known (rust-embed computes it at build time), so that start-up need
@@ -70,7 +96,7 @@ pub enum Error {
 /// A manifest as stored: exact bytes, the media type its descriptor gave, its digest.
 #[derive(Debug, Clone)]
 pub struct Manifest {
-    pub media_type: String,
+    pub media_type: ByteString,
     pub digest: Digest,
     /// The digest in double quotes: the content's entity tag.
     pub quoted_digest: Bytes,
@@ -103,8 +129,8 @@ pub struct Repository {
     tags: HashMap<String, Digest>,
     /// Tag names in byte order, as the tags list returns them, with their JSON.
     tag_list: Listing,
-    manifests: HashMap<Digest, Manifest>,
-    blobs: HashMap<Digest, Blob>,
+    manifests: Sha256Map<Manifest>,
+    blobs: Sha256Map<Blob>,
     /// Descriptors of the manifests whose `subject` is the key, ordered by digest.
     referrers: HashMap<Digest, Vec<Descriptor>>,
 }
@@ -116,13 +142,13 @@ impl Repository {
 
     /// The manifest a tag points at, or the manifest with a digest.
     pub fn manifest(&self, reference: &Reference) -> Result<&Manifest, Error> {
-        let found = match reference {
-            Reference::Tag(tag) => self
-                .tags
-                .get(tag.as_str())
-                .and_then(|digest| self.manifests.get(digest)),
-            Reference::Digest(digest) => self.manifests.get(digest),
+        let digest = match reference {
+            Reference::Tag(tag) => self.tags.get(tag.as_str()),
+            Reference::Digest(digest) => Some(digest),
         };
+        let found = digest
+            .and_then(Digest::sha256)
+            .and_then(|hash| self.manifests.get(&hash));
         found.ok_or_else(|| Error::ManifestUnknown {
             name: self.name.clone(),
             reference: reference.to_string(),
@@ -131,7 +157,8 @@ impl Repository {
 
     /// A blob referenced by one of this repository's manifests.
     pub fn blob(&self, digest: &Digest) -> Result<&Blob, Error> {
-        self.blobs.get(digest).ok_or_else(|| Error::BlobUnknown {
+        let found = digest.sha256().and_then(|hash| self.blobs.get(&hash));
+        found.ok_or_else(|| Error::BlobUnknown {
             name: self.name.clone(),
             digest: digest.clone(),
         })
@@ -169,13 +196,17 @@ impl Repository {
     /// Bytes a client downloads to pull the manifest `digest`: the manifest and every blob
     /// and child manifest it references.
     pub fn pull_size(&self, digest: &Digest) -> u64 {
-        let Some(manifest) = self.manifests.get(digest) else {
+        let Some(manifest) = digest.sha256().and_then(|hash| self.manifests.get(&hash)) else {
             return 0;
         };
         let own = manifest.data.len() as u64;
         let referenced: u64 = load::references(manifest)
             .map(|d| {
-                if self.manifests.contains_key(&d.digest) {
+                let is_manifest = d
+                    .digest
+                    .sha256()
+                    .is_some_and(|h| self.manifests.contains_key(&h));
+                if is_manifest {
                     self.pull_size(&d.digest)
                 } else {
                     d.size
@@ -234,5 +265,22 @@ impl Registry {
 
     pub fn summary(&self) -> Summary {
         self.summary
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    #[test]
+    fn sha256_keys_hash_to_their_first_eight_bytes() {
+        let hasher = BuildHasherDefault::<Sha256Prefix>::default();
+        let mut key = [7u8; 32];
+        key[..8].copy_from_slice(&42u64.to_le_bytes());
+        assert_eq!(hasher.hash_one(key), 42);
+        key[0] = 43;
+        assert_eq!(hasher.hash_one(key), 43);
     }
 }

@@ -308,7 +308,10 @@ fn manifest(
         HttpResponse::Ok()
     };
     response
-        .insert_header((header::CONTENT_TYPE, manifest.media_type.as_str()))
+        .insert_header((
+            header::CONTENT_TYPE,
+            shared_value(manifest.media_type.as_bytes().clone())?,
+        ))
         .insert_header((DIGEST, shared_value(manifest.digest.to_bytes())?))
         .insert_header((header::ETAG, shared_value(manifest.quoted_digest.clone())?))
         .insert_header((

@@ -57,10 +57,7 @@ impl Digest {
 
     /// The hash of a sha256 digest.
     pub fn sha256(&self) -> Option<[u8; 32]> {
-        let hex = self.as_str().strip_prefix("sha256:")?;
-        let mut hash = [0; 32];
-        hex::decode_to_slice(hex, &mut hash).ok()?;
-        Some(hash)
+        decode_sha256(self.as_str().strip_prefix("sha256:")?.as_bytes())
     }
 
     /// The digest text as shared bytes (no copy).
@@ -72,13 +69,36 @@ impl Digest {
 /// `sha256:` and 64 hex characters.
 const SHA256_LEN: usize = 71;
 
+/// The value of each lowercase hex digit; 0xff for every other byte.
+const HEX_VALUES: [u8; 256] = {
+    let mut values = [0xff; 256];
+    let mut i = 0;
+    while i < 16 {
+        values[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    values
+};
+
+/// The 32 bytes that 64 lowercase hex characters (a sha256 digest's encoded part) stand for.
+/// Table-driven and branch-free: start-up decodes one for every file and reference.
+pub fn decode_sha256(hex: &[u8]) -> Option<[u8; 32]> {
+    let hex: &[u8; 64] = hex.try_into().ok()?;
+    let mut hash = [0; 32];
+    let mut invalid = 0;
+    for (byte, pair) in hash.iter_mut().zip(hex.chunks_exact(2)) {
+        let (high, low) = (HEX_VALUES[pair[0] as usize], HEX_VALUES[pair[1] as usize]);
+        invalid |= high | low;
+        *byte = (high << 4) | (low & 0x0f);
+    }
+    (invalid <= 0x0f).then_some(hash)
+}
+
 /// The common case, checked in one pass: `sha256:` and 64 lowercase hex characters.
 fn is_sha256(s: &str) -> bool {
     s.len() == SHA256_LEN
-        && s.starts_with("sha256:")
-        && s.as_bytes()[7..]
-            .iter()
-            .all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && s.strip_prefix("sha256:")
+            .is_some_and(|hex| decode_sha256(hex.as_bytes()).is_some())
 }
 
 /// `[a-z0-9]+([+._-][a-z0-9]+)*`
@@ -131,16 +151,11 @@ fn validate(s: &str) -> Result<(), DigestError> {
 }
 
 impl Digest {
-    /// Parses `text`, which is usually a part of `source` (a digest inside a manifest): then
-    /// the digest shares `source`'s bytes instead of copying them.
-    pub fn parse_in(source: &Bytes, text: &str) -> Result<Self, DigestError> {
-        validate(text)?;
-        let start = (text.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
-        let inside = start <= source.len() && text.len() <= source.len() - start;
-        let shared = inside
-            .then(|| ByteString::try_from(source.slice(start..start + text.len())).ok())
-            .flatten();
-        Ok(Digest(shared.unwrap_or_else(|| ByteString::from(text))))
+    /// Parses a digest held as a shared string (a slice of the manifest it was read from), which
+    /// the digest then keeps instead of a copy.
+    pub fn from_shared(text: ByteString) -> Result<Self, DigestError> {
+        validate(&text)?;
+        Ok(Digest(text))
     }
 }
 
@@ -215,6 +230,23 @@ mod tests {
     #[case::two_colons(&format!("sha256:{HEX64}:x"))]
     fn invalid(#[case] s: &str) {
         assert!(s.parse::<Digest>().is_err(), "{s} should be rejected");
+    }
+
+    #[rstest]
+    #[case::valid(HEX64, true)]
+    #[case::digits_and_letters(&"0123456789abcdef".repeat(4), true)]
+    #[case::upper(&HEX64.to_uppercase(), false)]
+    #[case::short(&HEX64[1..], false)]
+    #[case::long(&format!("{HEX64}0"), false)]
+    #[case::letter_after_f(&format!("g{}", &HEX64[1..]), false)]
+    #[case::slash_last(&format!("{}/", &HEX64[..63]), false)]
+    #[case::high_byte_first(&"\u{e9}".repeat(32), false)]
+    fn decodes_sha256_hex(#[case] hex: &str, #[case] valid: bool) {
+        let decoded = decode_sha256(hex.as_bytes());
+        assert_eq!(decoded.is_some(), valid, "{hex}");
+        if let Some(hash) = decoded {
+            assert_eq!(::hex::encode(hash), hex);
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod media_type;
 mod name;
 mod tag;
 
-pub use digest::{Digest, DigestError};
+pub use digest::{Digest, DigestError, decode_sha256};
 pub use name::{NameError, RepositoryName};
 pub use tag::{Tag, TagError};
 
