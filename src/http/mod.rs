@@ -4,12 +4,14 @@
 //! 1. Middleware sets `Docker-Distribution-API-Version` on every response, errors included;
 //!    [`observe`] caps the request head, and once the body is sent logs one access line and
 //!    records metrics.
-//! 2. The route table ([`app`]) picks an endpoint by path; only GET and HEAD reach handlers.
-//!    Other methods on `/v2/...` get 405 UNSUPPORTED with `Allow: GET, HEAD`; unknown paths
-//!    get a JSON 404.
+//! 2. One default service ([`app`]) picks the endpoint from the path by hand ([`routes`]): no
+//!    request walks a list of resource patterns. Only GET and HEAD reach handlers; other
+//!    methods on `/v2/...` get 405 UNSUPPORTED with `Allow: GET, HEAD`; unknown paths get a
+//!    JSON 404.
 //! 3. A handler parses the repository name, tag or digest, pagination or Range into validated
 //!    types first (bad input becomes an [`ApiError`] before any lookup), then looks up the
-//!    registry (hash maps) and answers with the stored bytes and their precomputed digest.
+//!    registry (hash maps) and answers with the stored bytes and their precomputed digest
+//!    (header values made from stored text are kept per worker thread, see `shared_value`).
 //!    HEAD runs the same handler; actix sends the headers (Content-Length included) without
 //!    the body.
 //! 4. Every error is an [`ApiError`], turned into the spec's JSON envelope in one place.
@@ -35,8 +37,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
-use actix_web::middleware::from_fn;
-use actix_web::{App, HttpRequest, HttpResponse, Resource, web};
+use actix_web::{App, HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 
 use crate::content::{Listing, Registry};
@@ -145,35 +146,19 @@ pub fn app_with(
     App::new()
         .app_data(registry)
         .app_data(ops)
-        .wrap(from_fn(observe::observe))
-        .service(endpoint("/healthz", healthz))
-        .service(endpoint("/readyz", readyz))
-        .service(endpoint("/metrics", metrics))
-        .default_service(web::to(api))
-}
-
-/// A resource answering GET and HEAD with `handler`, and 405 to every other method.
-fn endpoint<F, Args>(path: &str, handler: F) -> Resource
-where
-    F: actix_web::Handler<Args>,
-    Args: actix_web::FromRequest + 'static,
-    F::Output: actix_web::Responder + 'static,
-{
-    web::resource(path)
-        .route(web::get().to(handler.clone()))
-        .route(web::head().to(handler))
+        .wrap(observe::Observe)
         .default_service(web::to(api))
 }
 
 /// `GET /healthz`: the process is alive.
-async fn healthz() -> HttpResponse {
+fn healthz() -> HttpResponse {
     HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, HeaderValue::from_static("text/plain")))
         .body("ok\n")
 }
 
 /// `GET /readyz`: content loaded, listening, not shutting down.
-async fn readyz(ops: web::Data<Ops>) -> HttpResponse {
+fn readyz(ops: &Ops) -> HttpResponse {
     let (mut response, text) = if ops.is_ready() {
         (HttpResponse::Ok(), "ready\n")
     } else {
@@ -182,14 +167,6 @@ async fn readyz(ops: web::Data<Ops>) -> HttpResponse {
     response
         .insert_header((header::CONTENT_TYPE, HeaderValue::from_static("text/plain")))
         .body(text)
-}
-
-/// `GET /metrics`: Prometheus text, unless metrics have their own listener.
-async fn metrics(req: HttpRequest, ops: web::Data<Ops>) -> Result<HttpResponse, ApiError> {
-    if !ops.serve_metrics {
-        return Err(ApiError::NoRoute(req.path().to_owned()));
-    }
-    Ok(metrics_response(&ops.metrics))
 }
 
 /// The Prometheus scrape response.
@@ -202,11 +179,15 @@ pub fn metrics_response(metrics: &Metrics) -> HttpResponse {
         .body(metrics.render())
 }
 
-/// Everything but the operations endpoints: the registry API (see [`routes`]). Writes under
-/// `/v2` get 405; unknown paths get 404.
+/// Every request: the operations endpoints, then the registry API (see [`routes`]; matched by
+/// hand, as one default service, so that no request walks a list of resource patterns).
+/// Writes under `/v2` get 405; unknown paths get 404.
 async fn api(req: HttpRequest, registry: Registered) -> Result<HttpResponse, ApiError> {
     let path = req.path();
     let read = matches!(*req.method(), Method::GET | Method::HEAD);
+    if read && let Some(answer) = operations(&req) {
+        return answer;
+    }
     if !read && routes::is_api(path) {
         return Err(ApiError::MethodNotAllowed(req.method().to_string()));
     }
@@ -220,6 +201,25 @@ async fn api(req: HttpRequest, registry: Registered) -> Result<HttpResponse, Api
         Some(Route::Blob { name, digest }) => blob(&req, &registry, name, digest),
         Some(Route::Referrers { name, digest }) => referrers(&req, &registry, name, digest),
     }
+}
+
+/// `/healthz`, `/readyz` and (unless it has a listener of its own) `/metrics`.
+fn operations(req: &HttpRequest) -> Option<Result<HttpResponse, ApiError>> {
+    let path = req.path();
+    if !OPERATIONS_PATHS.contains(&path) {
+        return None;
+    }
+    let Some(ops) = req.app_data::<web::Data<Ops>>() else {
+        return Some(Err(ApiError::Internal(
+            "the application has no operations state",
+        )));
+    };
+    Some(match path {
+        "/healthz" => Ok(healthz()),
+        "/readyz" => Ok(readyz(ops)),
+        _ if ops.serve_metrics => Ok(metrics_response(&ops.metrics)),
+        _ => Err(ApiError::NoRoute(path.to_owned())),
+    })
 }
 
 /// A 200 with JSON made beforehand.
@@ -246,7 +246,7 @@ fn json_response(
 
 /// `GET /v2/`: the API is here, and needs no authentication.
 fn base() -> HttpResponse {
-    json_response(StatusCode::OK, "application/json", &serde_json::json!({}))
+    json_bytes(bytes::Bytes::from_static(b"{}"))
 }
 
 /// A page of `listing` as the query string asks (all of it without one), with a `Link` to the
@@ -310,10 +310,10 @@ fn manifest(
     response
         .insert_header((
             header::CONTENT_TYPE,
-            shared_value(manifest.media_type.as_bytes().clone())?,
+            shared_value(manifest.media_type.as_bytes())?,
         ))
-        .insert_header((DIGEST, shared_value(manifest.digest.to_bytes())?))
-        .insert_header((header::ETAG, shared_value(manifest.quoted_digest.clone())?))
+        .insert_header((DIGEST, shared_value(&manifest.digest.to_bytes())?))
+        .insert_header((header::ETAG, shared_value(&manifest.quoted_digest)?))
         .insert_header((
             header::CACHE_CONTROL,
             HeaderValue::from_static(cache_control),
@@ -324,11 +324,33 @@ fn manifest(
     Ok(response.body(manifest.data.clone()))
 }
 
-/// A header value sharing stored bytes (digests and quoted digests are ASCII, checked again
-/// here without copying).
-fn shared_value(text: bytes::Bytes) -> Result<HeaderValue, ApiError> {
-    HeaderValue::from_maybe_shared(text)
-        .map_err(|_| ApiError::Internal("a stored digest is not a valid header value"))
+thread_local! {
+    /// Header values made from stored text (digests, ETags, media types), kept per worker
+    /// thread. The `http` crate checks every byte of a value it is given, about 500
+    /// instructions for a digest (a twentieth of a small request); stored text never changes,
+    /// so each is checked once per thread. Found by where the text is (hashing the text itself
+    /// cost as much as checking it) and compared on every use, so a value can never stand for
+    /// other text, even if a registry is dropped and another is built in its place. Bounded by
+    /// the content: three texts per item.
+    static STORED_VALUES: std::cell::RefCell<std::collections::HashMap<(usize, usize), HeaderValue, foldhash::fast::RandomState>> =
+        std::cell::RefCell::default();
+}
+
+/// A header value sharing stored bytes (digests and media types are checked at load to be
+/// ASCII; checked again here, once per text and thread, without copying).
+fn shared_value(text: &bytes::Bytes) -> Result<HeaderValue, ApiError> {
+    let at = (text.as_ptr() as usize, text.len());
+    STORED_VALUES.with_borrow_mut(|values| {
+        if let Some(value) = values.get(&at)
+            && value.as_bytes() == &text[..]
+        {
+            return Ok(value.clone());
+        }
+        let value = HeaderValue::from_maybe_shared(text.clone())
+            .map_err(|_| ApiError::Internal("a stored digest is not a valid header value"))?;
+        values.insert(at, value.clone());
+        Ok(value)
+    })
 }
 
 /// Whether `If-None-Match` names `etag` (or is `*`), comparing weakly as RFC 9110 asks.
@@ -390,9 +412,9 @@ fn with_blob_headers(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/octet-stream"),
         ))
-        .insert_header((DIGEST, shared_value(blob.digest.to_bytes())?))
+        .insert_header((DIGEST, shared_value(&blob.digest.to_bytes())?))
         .insert_header((header::ACCEPT_RANGES, HeaderValue::from_static("bytes")))
-        .insert_header((header::ETAG, shared_value(blob.quoted_digest.clone())?))
+        .insert_header((header::ETAG, shared_value(&blob.quoted_digest)?))
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE)));
     Ok(())
 }
@@ -442,4 +464,23 @@ fn referrers(
             .insert(FILTERS_APPLIED, HeaderValue::from_static("artifactType"));
     }
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_header_values_never_stand_for_other_text() {
+        // Texts that take each other's place in memory (a registry dropped, another built) get
+        // their own values.
+        for round in 0..100 {
+            let text = bytes::Bytes::from(format!("\"sha256:{round:064}\""));
+            let value = shared_value(&text).unwrap();
+            assert_eq!(value.as_bytes(), &text[..]);
+            assert_eq!(shared_value(&text).unwrap(), value);
+        }
+        let bad = bytes::Bytes::from_static(b"line\nbreak");
+        assert!(shared_value(&bad).is_err());
+    }
 }

@@ -2,21 +2,22 @@
 //! log line, and metrics.
 //!
 //! 1. A request head larger than the cap is answered 431 before routing.
-//! 2. The request runs; its route is the name of the resource that matched.
+//! 2. The request runs; its route (for metrics) is what [`super::routes::classify`] makes of the
+//!    path.
 //! 3. The response body is wrapped so that when it has been sent (or the client went away) the
 //!    bytes actually sent and the whole duration are known: then the access line is logged
 //!    and the metrics recorded. Nothing is logged or counted for `/healthz`, `/readyz` and
 //!    `/metrics`.
 
+use std::future::{Future, Ready, ready};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use actix_web::body::{BodySize, BoxBody, EitherBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::http::header::HeaderValue;
-use actix_web::middleware::Next;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpRequest, web};
 
@@ -61,7 +62,7 @@ impl Record {
             path: self.request.path(),
             status: self.status,
             bytes,
-            duration_ms: took.as_secs_f64() * 1000.0,
+            duration: took,
             peer: self.request.peer_addr().map(|a| a.ip()),
         });
     }
@@ -110,41 +111,141 @@ fn with_api_version<B>(mut response: ServiceResponse<B>) -> ServiceResponse<B> {
     response
 }
 
-/// The middleware (see the module doc).
-pub async fn observe(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<EitherBody<Observed, BoxBody>>, Error> {
-    let path = req.path();
-    if OPERATIONS_PATHS.contains(&path) {
-        let response = with_api_version(next.call(req).await?);
-        return Ok(response.map_into_boxed_body().map_into_right_body());
+/// The middleware (see the module doc), as a transform over the application's service: a
+/// hand-written one rather than `from_fn`, which boxes the inner service and its future for
+/// every request.
+pub struct Observe;
+
+impl<S, B> Transform<S, ServiceRequest> for Observe
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody + 'static,
+{
+    type Response = ServiceResponse<EitherBody<Observed, BoxBody>>;
+    type Error = Error;
+    type Transform = ObserveService<S>;
+    type InitError = ();
+    type Future = Ready<Result<Self::Transform, Self::InitError>>;
+
+    fn new_transform(&self, service: S) -> Self::Future {
+        ready(Ok(ObserveService { service }))
     }
-    let started = Instant::now();
-    let ops = req.app_data::<web::Data<Ops>>().cloned();
-    let Some(ops) = ops else {
-        let response = with_api_version(next.call(req).await?);
-        return Ok(response.map_into_boxed_body().map_into_right_body());
-    };
-    let response = if head_bytes(&req) > ops.max_header_bytes {
-        req.error_response(ApiError::HeadersTooLarge(ops.max_header_bytes))
-    } else {
-        next.call(req).await?.map_into_boxed_body()
-    };
-    let response = with_api_version(response);
-    let request = response.request().clone();
-    let record = Record {
-        metrics: ops.metrics.clone(),
-        route: route_index(super::routes::classify(request.path()).map(|r| r.label())),
-        status: response.status().as_u16(),
-        request,
-        started,
-    };
-    Ok(response
-        .map_body(|_, body| Observed {
-            body,
-            sent: 0,
-            record: Some(record),
-        })
-        .map_into_left_body())
+}
+
+pub struct ObserveService<S> {
+    service: S,
+}
+
+/// What is known of a request before its answer: when it started, and the state to record it
+/// in (none for the operations endpoints, which are not registry traffic).
+struct Started {
+    at: Instant,
+    ops: web::Data<Ops>,
+}
+
+impl<S, B> Service<ServiceRequest> for ObserveService<S>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody + 'static,
+{
+    type Response = ServiceResponse<EitherBody<Observed, BoxBody>>;
+    type Error = Error;
+    type Future = Observing<S::Future>;
+
+    actix_web::dev::forward_ready!(service);
+
+    fn call(&self, req: ServiceRequest) -> Self::Future {
+        let ops = if OPERATIONS_PATHS.contains(&req.path()) {
+            None
+        } else {
+            req.app_data::<web::Data<Ops>>().cloned()
+        };
+        let Some(ops) = ops else {
+            return Observing {
+                started: None,
+                state: State::Waiting {
+                    answer: self.service.call(req),
+                },
+            };
+        };
+        let started = Some(Started {
+            at: Instant::now(),
+            ops: ops.clone(),
+        });
+        if head_bytes(&req) > ops.max_header_bytes {
+            let refused = req.error_response(ApiError::HeadersTooLarge(ops.max_header_bytes));
+            return Observing {
+                started,
+                state: State::Refused {
+                    answer: Some(refused),
+                },
+            };
+        }
+        Observing {
+            started,
+            state: State::Waiting {
+                answer: self.service.call(req),
+            },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The answer of [`ObserveService`]: the application's, with the API version header and,
+    /// for registry traffic, a body that records the request once sent.
+    pub struct Observing<F> {
+        started: Option<Started>,
+        #[pin]
+        state: State<F>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProjection]
+    enum State<F> {
+        Waiting { #[pin] answer: F },
+        /// Refused before reaching the application (the request head is too large).
+        Refused { answer: Option<ServiceResponse<BoxBody>> },
+    }
+}
+
+impl<F, B> Future for Observing<F>
+where
+    F: Future<Output = Result<ServiceResponse<B>, Error>>,
+    B: MessageBody + 'static,
+{
+    type Output = Result<ServiceResponse<EitherBody<Observed, BoxBody>>, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let response = match this.state.project() {
+            StateProjection::Waiting { answer } => match answer.poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(answer) => answer?.map_into_boxed_body(),
+            },
+            StateProjection::Refused { answer } => match answer.take() {
+                Some(answer) => answer,
+                None => return Poll::Pending,
+            },
+        };
+        let response = with_api_version(response);
+        let Some(started) = this.started.take() else {
+            return Poll::Ready(Ok(response.map_into_right_body()));
+        };
+        let request = response.request().clone();
+        let record = Record {
+            metrics: started.ops.metrics.clone(),
+            route: route_index(super::routes::classify(request.path()).map(|r| r.label())),
+            status: response.status().as_u16(),
+            request,
+            started: started.at,
+        };
+        Poll::Ready(Ok(response
+            .map_body(|_, body| Observed {
+                body,
+                sent: 0,
+                record: Some(record),
+            })
+            .map_into_left_body()))
+    }
 }

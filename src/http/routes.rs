@@ -37,6 +37,13 @@ pub fn is_api(path: &str) -> bool {
     path == "/v2" || path.starts_with("/v2/")
 }
 
+/// `text` split at its last `/` (a reverse byte scan: the pieces after the last two slashes are
+/// short, where `rsplit_once` sets up a search for long texts).
+fn split_last(text: &str) -> Option<(&str, &str)> {
+    let at = text.bytes().rposition(|b| b == b'/')?;
+    Some((&text[..at], &text[at + 1..]))
+}
+
 /// The endpoint `path` names, if any.
 pub fn classify(path: &str) -> Option<Route<'_>> {
     let rest = path.strip_prefix("/v2")?;
@@ -49,8 +56,8 @@ pub fn classify(path: &str) -> Option<Route<'_>> {
     if let Some(name) = rest.strip_suffix("/tags/list") {
         return (!name.is_empty()).then_some(Route::Tags { name });
     }
-    let (head, last) = rest.rsplit_once('/')?;
-    let (name, kind) = head.rsplit_once('/')?;
+    let (head, last) = split_last(rest)?;
+    let (name, kind) = split_last(head)?;
     if name.is_empty() || last.is_empty() {
         return None;
     }

@@ -60,26 +60,61 @@ fn check_component(name: &str, component: &str) -> Result<(), NameError> {
     Ok(())
 }
 
+/// Whether `name` follows the grammar, in one pass over its bytes: the check every request
+/// makes. Which rule a refused name breaks is worked out by [`explain`].
+fn follows_grammar(name: &[u8]) -> bool {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if name.is_empty() || name.len() > MAX_NAME_LEN {
+        return false;
+    }
+    // As if after a `/`: a component must start with a letter or digit.
+    let mut previous = b'/';
+    let mut underscores = 0;
+    for &b in name {
+        let allowed = match b {
+            b'a'..=b'z' | b'0'..=b'9' => true,
+            b'/' | b'.' => alnum(previous),
+            b'_' => alnum(previous) || (previous == b'_' && underscores == 1),
+            b'-' => alnum(previous) || previous == b'-',
+            _ => false,
+        };
+        if !allowed {
+            return false;
+        }
+        underscores = if b == b'_' { underscores + 1 } else { 0 };
+        previous = b;
+    }
+    alnum(previous)
+}
+
+/// The rule `s` breaks (none when it is valid).
+fn explain(s: &str) -> Result<(), NameError> {
+    if s.is_empty() {
+        return Err(NameError::Empty);
+    }
+    if s.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err(NameError::Uppercase(s.to_owned()));
+    }
+    if let Some(c) = s.chars().find(|&c| {
+        !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-' | '/'))
+    }) {
+        return Err(NameError::BadChar(s.to_owned(), c));
+    }
+    if s.len() > MAX_NAME_LEN {
+        return Err(NameError::TooLong(s.to_owned()));
+    }
+    for component in s.split('/') {
+        check_component(s, component)?;
+    }
+    Ok(())
+}
+
 impl FromStr for RepositoryName {
     type Err = NameError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.is_empty() {
-            return Err(NameError::Empty);
-        }
-        if s.bytes().any(|b| b.is_ascii_uppercase()) {
-            return Err(NameError::Uppercase(s.to_owned()));
-        }
-        if let Some(c) = s.chars().find(|&c| {
-            !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-' | '/'))
-        }) {
-            return Err(NameError::BadChar(s.to_owned(), c));
-        }
-        if s.len() > MAX_NAME_LEN {
-            return Err(NameError::TooLong(s.to_owned()));
-        }
-        for component in s.split('/') {
-            check_component(s, component)?;
+        if !follows_grammar(s.as_bytes()) {
+            explain(s)?;
         }
         Ok(RepositoryName(s.to_owned()))
     }
@@ -139,5 +174,35 @@ mod tests {
     #[case::dash_dot("a-.b", NameError::BadSeparator("a-.b".into(), "-.".into()))]
     fn invalid(#[case] s: &str, #[case] err: NameError) {
         assert_eq!(s.parse::<RepositoryName>(), Err(err));
+    }
+
+    /// The one-pass check and the rule-by-rule one agree on every name of up to six characters
+    /// over an alphabet with every kind of character the rules treat differently.
+    #[test]
+    fn one_pass_check_agrees_with_the_rules() {
+        let alphabet = [b'a', b'0', b'.', b'_', b'-', b'/', b'A', b' '];
+        let mut names = vec![Vec::new()];
+        for _ in 0..6 {
+            let longer: Vec<Vec<u8>> = names
+                .iter()
+                .filter(|n| n.len() == names.last().map_or(0, Vec::len))
+                .flat_map(|n| {
+                    alphabet.iter().map(move |&c| {
+                        let mut n = n.clone();
+                        n.push(c);
+                        n
+                    })
+                })
+                .collect();
+            names.extend(longer);
+        }
+        assert_eq!(names.len(), (0..=6).map(|k| 8usize.pow(k)).sum::<usize>());
+        for name in names {
+            let text = std::str::from_utf8(&name).unwrap();
+            assert_eq!(follows_grammar(&name), explain(text).is_ok(), "{text:?}");
+        }
+        let at_limit = format!("a/{}", "b".repeat(253));
+        assert!(follows_grammar(at_limit.as_bytes()));
+        assert!(!follows_grammar(format!("{at_limit}b").as_bytes()));
     }
 }
