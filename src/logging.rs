@@ -3,18 +3,18 @@
 //! duration_ms, peer) are key-values on the log record: text lines show the message, JSON
 //! lines carry each field as its own key.
 //!
-//! Lines are formatted where they are logged, then queued for a background thread that wakes
-//! every 20 ms and writes whatever has queued up to stderr in one go, so a request never waits
-//! for a write to stderr nor wakes a thread. [`finish`] writes out what is pending before exit.
+//! Lines are formatted where they are logged, straight into one pending buffer, which a
+//! background thread takes every 20 ms and writes to stderr in one go: a request never waits
+//! for a write to stderr nor wakes a thread, and logging a line allocates nothing.
+//! [`finish`] writes out what is pending before exit.
 //!
 //! Access lines, one per request, skip env_logger's general formatting: [`access`] checks the
-//! filter, formats the line straight into a buffer and queues it.
+//! filter and writes the line by hand.
 
 use std::fmt::Write as _;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::net::IpAddr;
-use std::sync::OnceLock;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, SystemTime};
 
@@ -46,17 +46,49 @@ impl<'kvs> VisitSource<'kvs> for Fields<'_> {
     }
 }
 
-/// Lines waiting for the writer thread; beyond this, loggers wait (back-pressure rather than
-/// unbounded memory when stderr is blocked).
-const PENDING_LINES: usize = 64 * 1024;
+/// Bytes of lines waiting for the writer thread; beyond this, loggers wait for it (back-pressure
+/// rather than unbounded memory when stderr is blocked).
+const PENDING_BYTES: usize = 8 * 1024 * 1024;
 
-enum Message {
-    Line(Vec<u8>),
-    /// Write out everything before this, then answer.
-    Drain(SyncSender<()>),
+/// Lines logged and not yet written.
+struct Pending {
+    lines: Mutex<Vec<u8>>,
+    /// Signalled each time the writer takes the lines.
+    taken: Condvar,
+    /// Held while lines are written, so that [`finish`] and the writer thread write in order.
+    output: Mutex<()>,
 }
 
-static WRITER: OnceLock<SyncSender<Message>> = OnceLock::new();
+/// Set once the writer thread runs.
+static PENDING: OnceLock<&'static Pending> = OnceLock::new();
+
+impl Pending {
+    /// Appends one line (`write` writes it, without its newline).
+    fn push(&self, write: impl FnOnce(&mut Vec<u8>)) {
+        // A poisoned lock only means a logger panicked while writing: the lines stay usable.
+        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        while lines.len() >= PENDING_BYTES {
+            lines = self.taken.wait(lines).unwrap_or_else(|e| e.into_inner());
+        }
+        write(&mut lines);
+        lines.push(b'\n');
+    }
+
+    /// Writes out every line pending (`spare`: an empty buffer to leave in their place).
+    fn write_out(&self, spare: &mut Vec<u8>) {
+        let _order = self.output.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::swap(&mut *lines, spare);
+        }
+        self.taken.notify_all();
+        if !spare.is_empty() {
+            let _ = io::stderr().lock().write_all(spare);
+            spare.clear();
+        }
+    }
+}
+
 static FORMAT: OnceLock<LogFormat> = OnceLock::new();
 
 /// The target access lines are logged under (`RUST_LOG=chartreg::access=off` turns them off).
@@ -201,13 +233,12 @@ pub fn access(a: &Access<'_>) {
     if !log::log_enabled!(target: ACCESS_TARGET, log::Level::Info) {
         return;
     }
-    let Some(writer) = WRITER.get() else {
+    let Some(pending) = PENDING.get() else {
         log::info!(target: ACCESS_TARGET, "{}", access_message(a));
         return;
     };
     let now = SystemTime::now();
-    let mut line = Vec::with_capacity(160);
-    let written = match FORMAT.get() {
+    pending.push(|line| match FORMAT.get() {
         Some(LogFormat::Json) => {
             let json = AccessJson {
                 ts: humantime::format_rfc3339_millis(now).to_string(),
@@ -221,17 +252,11 @@ pub fn access(a: &Access<'_>) {
                 duration_ms: a.duration_ms(),
                 peer: a.peer,
             };
-            serde_json::to_writer(&mut line, &json).map_err(io::Error::from)
+            // Serialising strings and numbers into memory cannot fail.
+            let _ = serde_json::to_writer(&mut *line, &json);
         }
-        _ => {
-            write_access_line(&mut line, now, a);
-            Ok(())
-        }
-    };
-    if written.is_ok() {
-        line.push(b'\n');
-        let _ = writer.send(Message::Line(line));
-    }
+        _ => write_access_line(line, now, a),
+    });
 }
 
 /// How often the writer thread wakes to write what has queued up. It never sleeps on the queue
@@ -239,46 +264,27 @@ pub fn access(a: &Access<'_>) {
 /// request that cost as much as serving the request (measured with one CPU per server).
 const WRITE_INTERVAL: Duration = Duration::from_millis(20);
 
-/// The writer thread: every interval, write out every queued line and flush.
-fn write_lines(queue: Receiver<Message>) {
-    let mut out = BufWriter::with_capacity(64 * 1024, io::stderr());
-    let handle = |message: Message, out: &mut BufWriter<io::Stderr>| match message {
-        Message::Line(line) => {
-            let _ = out.write_all(&line);
-        }
-        Message::Drain(done) => {
-            let _ = out.flush();
-            let _ = done.send(());
-        }
-    };
+/// The writer thread: every interval, write out every pending line.
+fn write_lines(pending: &'static Pending) {
+    let mut spare = Vec::new();
     loop {
         thread::sleep(WRITE_INTERVAL);
-        loop {
-            match queue.try_recv() {
-                Ok(message) => handle(message, &mut out),
-                Err(std::sync::mpsc::TryRecvError::Empty) => break,
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    let _ = out.flush();
-                    return;
-                }
-            }
-        }
-        let _ = out.flush();
+        pending.write_out(&mut spare);
     }
 }
 
 /// What env_logger writes each formatted record into.
-struct Background(SyncSender<Message>);
+struct Background(&'static Pending);
 
 impl Write for Background {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .send(Message::Line(buf.to_vec()))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the log writer has stopped"))?;
+        // env_logger hands over whole records, newline included.
+        let record = buf.strip_suffix(b"\n").unwrap_or(buf);
+        self.0.push(|lines| lines.extend_from_slice(record));
         Ok(buf.len())
     }
 
-    /// env_logger flushes after every record; the writer thread flushes on its own.
+    /// env_logger flushes after every record; the writer thread writes on its own.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -286,11 +292,8 @@ impl Write for Background {
 
 /// Writes out every line logged so far (call before the process exits).
 pub fn finish() {
-    if let Some(writer) = WRITER.get() {
-        let (done, wait) = sync_channel(1);
-        if writer.send(Message::Drain(done)).is_ok() {
-            let _ = wait.recv();
-        }
+    if let Some(pending) = PENDING.get() {
+        pending.write_out(&mut Vec::new());
     }
 }
 
@@ -302,13 +305,18 @@ pub fn init(format: LogFormat) {
     // for escape codes to strip.
     builder.write_style(env_logger::WriteStyle::Always);
     let _ = FORMAT.set(format);
-    if WRITER.get().is_none() {
-        let (tx, rx) = sync_channel(PENDING_LINES);
+    if PENDING.get().is_none() {
+        // Lives as long as the process, like the thread that writes it out.
+        let pending: &'static Pending = Box::leak(Box::new(Pending {
+            lines: Mutex::new(Vec::with_capacity(64 * 1024)),
+            taken: Condvar::new(),
+            output: Mutex::new(()),
+        }));
         let spawned = thread::Builder::new()
             .name("log-writer".into())
-            .spawn(move || write_lines(rx));
-        if spawned.is_ok() && WRITER.set(tx.clone()).is_ok() {
-            builder.target(env_logger::Target::Pipe(Box::new(Background(tx))));
+            .spawn(move || write_lines(pending));
+        if spawned.is_ok() && PENDING.set(pending).is_ok() {
+            builder.target(env_logger::Target::Pipe(Box::new(Background(pending))));
         }
     }
     match format {

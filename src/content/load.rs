@@ -604,7 +604,7 @@ fn load_layout<'f, 'b>(
     }
     for (descriptor, named) in layout.index.manifests.iter().zip(&layout.listed) {
         if let Some(tag) = &descriptor.annotations.0 {
-            loader.tag(&layout.index_file.path, tag, &named.digest)?;
+            loader.tag(&layout.index_file.path, tag, named)?;
         }
     }
 
@@ -642,23 +642,32 @@ impl<'f> Loader<'_, 'f> {
             .is_some_and(|hash| self.repository.manifests.contains_key(&hash))
     }
 
-    fn tag(&mut self, index_path: &str, tag: &str, digest: &Digest) -> Result<(), LoadError> {
+    /// Tags the manifest `named` (stored already).
+    fn tag(&mut self, index_path: &str, tag: &str, named: &Named) -> Result<(), LoadError> {
         if let Err(e) = tag.parse::<crate::oci::Tag>() {
             return fail(index_path, Problem::Tag(e));
         }
-        if let Some(first) = self.repository.tags.get(tag)
-            && first != digest
+        let Some(hash) = named.hash else {
+            return fail(
+                self.layout.blob_file(&named.digest),
+                Problem::MissingBlob(named.digest.clone()),
+            );
+        };
+        let repository = &mut *self.repository;
+        if let Some(first) = repository.tags.get(tag)
+            && *first != hash
         {
+            let first = repository.manifests.get(first).map(|m| m.digest.clone());
             return fail(
                 index_path,
                 Problem::DuplicateTag {
                     tag: tag.to_owned(),
-                    first: first.clone(),
-                    second: digest.clone(),
+                    first: first.unwrap_or_else(|| named.digest.clone()),
+                    second: named.digest.clone(),
                 },
             );
         }
-        self.repository.tags.insert(tag.to_owned(), digest.clone());
+        repository.tags.insert(tag.to_owned(), hash);
         Ok(())
     }
 

@@ -126,7 +126,8 @@ pub(crate) fn quote(digest: &Digest) -> Bytes {
 #[derive(Debug, Default)]
 pub struct Repository {
     name: String,
-    tags: HashMap<String, Digest>,
+    /// Each tag's manifest, by its hash.
+    tags: HashMap<String, [u8; 32]>,
     /// Tag names in byte order, as the tags list returns them, with their JSON.
     tag_list: Listing,
     manifests: Sha256Map<Manifest>,
@@ -142,13 +143,11 @@ impl Repository {
 
     /// The manifest a tag points at, or the manifest with a digest.
     pub fn manifest(&self, reference: &Reference) -> Result<&Manifest, Error> {
-        let digest = match reference {
-            Reference::Tag(tag) => self.tags.get(tag.as_str()),
-            Reference::Digest(digest) => Some(digest),
+        let hash = match reference {
+            Reference::Tag(tag) => self.tags.get(tag.as_str()).copied(),
+            Reference::Digest(digest) => digest.sha256(),
         };
-        let found = digest
-            .and_then(Digest::sha256)
-            .and_then(|hash| self.manifests.get(&hash));
+        let found = hash.and_then(|hash| self.manifests.get(&hash));
         found.ok_or_else(|| Error::ManifestUnknown {
             name: self.name.clone(),
             reference: reference.to_string(),
@@ -176,7 +175,8 @@ impl Repository {
 
     /// The digest a tag points at.
     pub fn tag_digest(&self, tag: &str) -> Option<&Digest> {
-        self.tags.get(tag)
+        let hash = self.tags.get(tag)?;
+        self.manifests.get(hash).map(|m| &m.digest)
     }
 
     /// Descriptors of the manifests that name `subject` as their subject, optionally only
