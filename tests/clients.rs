@@ -418,8 +418,15 @@ async fn oci_client_pulls_generated_content_in_process() {
 
     let manifest = data.manifest.expect("pull returns the manifest");
     check_ranges(&client, &image, &manifest.layers[0], &layer_bytes).await;
-    // Ranges around the 64 KiB .. 256 KiB boundaries a sliced body may use.
-    for boundary in [64 * 1024u64, 128 * 1024, 256 * 1024, 4 * 1024 * 1024] {
+    // Ranges around the boundaries a sliced body may use (it uses 1 MiB slices).
+    for boundary in [
+        64 * 1024u64,
+        128 * 1024,
+        256 * 1024,
+        1024 * 1024,
+        2 * 1024 * 1024,
+        4 * 1024 * 1024,
+    ] {
         let offset = boundary - 3;
         let length = (boundary + 6).min(layer_bytes.len() as u64 - offset);
         let BlobResponse::Partial(stream) = client

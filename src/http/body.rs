@@ -4,6 +4,11 @@
 //! a sized stream of `CHUNK`-byte slices of the same bytes: actix copies a single-chunk body
 //! whole into its write buffer, so a 32 MiB blob would cost 32 MiB of memory per download;
 //! slices keep it to one chunk in flight, and Content-Length still comes from the size.
+//!
+//! The chunk size trades memory per download in flight for speed: each chunk is one write to
+//! the socket. A 32 MiB blob to 4 clients on loopback (wrk, one CPU each for server and client)
+//! went at 2.1-2.2 GB/s with 128 KiB chunks, 2.6-2.7 with 512 KiB, 2.7-2.9 with 1 MiB and no
+//! faster with 2 MiB (nginx with sendfile: 1.8-2.1 GB/s in the same runs).
 
 use std::convert::Infallible;
 
@@ -11,7 +16,7 @@ use actix_web::body::{BoxBody, MessageBody, SizedStream};
 use bytes::Bytes;
 
 /// Slice size for streamed bodies.
-pub const CHUNK: usize = 128 * 1024;
+pub const CHUNK: usize = 1024 * 1024;
 
 /// The body for `data`: one piece when small, a sized stream of slices when large.
 pub fn from_bytes(data: Bytes) -> BoxBody {
