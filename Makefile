@@ -36,9 +36,10 @@ test: tools lint
 clean:
 	$(CARGO) clean
 
-# chartreg against nginx (static files) and CNCF distribution on the same content, in one run:
+# chartreg against nginx (static files) and CNCF distribution on the same content, in one run,
+# beside a bare actix-web control (examples/bare_actix.rs):
 # installs the tools it needs, builds chartreg with generated content (target/bench), writes
-# bench/BENCHMARKS.md and bench/results/. About 10 minutes; see bench/run.sh for its settings.
+# BENCHMARKS.md and bench/results/. About 14 minutes; see bench/run.sh for its settings.
 .PHONY: bench
 bench:
 	bench/run.sh

@@ -19,4 +19,5 @@ set xtics rotate by -25 noenhanced
 set bmargin 6
 plot results."/req-per-s.dat" using 2:xtic(1) title "chartreg" linecolor rgb "#1b9e77", \
      "" using 3 title "nginx (static files)" linecolor rgb "#7570b3", \
-     "" using 4 title "distribution" linecolor rgb "#d95f02"
+     "" using 4 title "distribution" linecolor rgb "#d95f02", \
+     "" using 5 title "actix-web, bare (control)" linecolor rgb "#999999"

@@ -11,12 +11,15 @@
 #                               repositories, a 32 MiB blob)
 #      bench/nginx_site.py   -> the same as a static /v2/ tree for nginx
 #      bench/dist_storage.py -> the same as distribution's filesystem storage
-#   3. chartreg built with the layouts embedded, in its own target dir (target/bench).
-#   4. The servers on 127.0.0.1 (HTTP and HTTPS each), waited for, then checked once per case
+#   3. chartreg built with the layouts embedded, in its own target dir (target/bench), and the
+#      control examples/bare_actix (the least actix-web can do: see its doc).
+#   4. The servers on 127.0.0.1 (HTTP and HTTPS each; the control HTTP only), waited for, then
+#      checked once per case
 #      with curl (bench/helper.py check): a target that answers a case wrongly is not
 #      benchmarked on it.
 #   5. For each case, BENCH_REPS rounds; in each round every target gets BENCH_DURATION of load,
-#      in rotation (chartreg, nginx, distribution; then nginx, distribution, chartreg; ...).
+#      in rotation (chartreg, nginx, distribution, actix; then nginx, distribution, actix,
+#      chartreg; ...).
 #   6. Report: medians and min-max per target and case, ratios, BENCHMARKS.md, a PNG chart and
 #      the raw numbers under bench/results/.
 #
@@ -148,6 +151,8 @@ except ValueError:
     n = len([l for l in text.splitlines() if l.strip()])
 assert n >= 2001, f"chartreg ls lists {n} entries"
 PY
+CHARTREG_ASSETS="$ROOT/$CONTENT/layouts" cargo build --quiet --release --target-dir target/bench \
+    --example bare_actix || die "cargo build of the bare actix-web control failed"
 
 # ---------------------------------------------------------------------------------------------
 # 4. Servers
@@ -156,8 +161,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 \
     -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
     -keyout "$RUN/key.pem" -out "$RUN/cert.pem" 2>/dev/null || die "openssl could not make a certificate"
 
-mapfile -t P < <("${HELPER[@]}" ports 4)
-NGINX_PORT=${P[0]} NGINX_TLS_PORT=${P[1]} DIST_PORT=${P[2]} DIST_TLS_PORT=${P[3]}
+mapfile -t P < <("${HELPER[@]}" ports 5)
+NGINX_PORT=${P[0]} NGINX_TLS_PORT=${P[1]} DIST_PORT=${P[2]} DIST_TLS_PORT=${P[3]} ACTIX_PORT=${P[4]}
 
 # chartreg: as it ships, access log included (one line per request, written off the request
 # path); BENCH_CHARTREG_ACCESS_LOG=off measures it without (nginx and distribution run without
@@ -203,6 +208,12 @@ env $(env | sed -n 's/^\(REGISTRY_[^=]*\)=.*/-u \1/p') \
 PIDS+=($!)
 SPID_TLS[distribution]=$!
 
+# The control: bare actix-web answering from the nginx site's files (HTTP only).
+"${SERVER_CPU[@]}" target/bench/release/examples/bare_actix "$CONTENT/nginx" "127.0.0.1:$ACTIX_PORT" \
+    2>"$RUN/actix.log" &
+PIDS+=($!)
+SPID[actix]=$!
+
 listen_addr() { # LOGFILE SCHEME -> the address chartreg logged
     local addr=""
     for _ in $(seq 100); do
@@ -220,15 +231,16 @@ declare -A URL=(
     [chartreg]="http://$CHARTREG_ADDR"
     [nginx]="http://127.0.0.1:$NGINX_PORT"
     [distribution]="http://127.0.0.1:$DIST_PORT"
+    [actix]="http://127.0.0.1:$ACTIX_PORT"
 )
 declare -A TLS_URL=(
     [chartreg]="https://$CHARTREG_TLS_ADDR"
     [nginx]="https://127.0.0.1:$NGINX_TLS_PORT"
     [distribution]="https://127.0.0.1:$DIST_TLS_PORT"
 )
-TARGETS=(chartreg nginx distribution)
+TARGETS=(chartreg nginx distribution actix)
 for t in "${TARGETS[@]}"; do
-    for u in "${URL[$t]}" "${TLS_URL[$t]}"; do
+    for u in "${URL[$t]}" ${TLS_URL[$t]:+"${TLS_URL[$t]}"}; do
         ok=0
         for _ in $(seq 100); do
             curl -fsSk -o /dev/null "$u/v2/" 2>/dev/null && { ok=1; break; }
@@ -289,6 +301,10 @@ CHARTREG_WRONG=0
 for c in "${CASES[@]}"; do
     IFS='|' read -r name title short method path conns tls expect <<<"$c"
     for t in "${TARGETS[@]}"; do
+        if ((tls)) && [[ -z "${TLS_URL[$t]:-}" ]]; then
+            SKIP["$name/$t"]="no HTTPS listener (the control serves HTTP only)"
+            continue
+        fi
         base="${URL[$t]}"; ((tls)) && base="${TLS_URL[$t]}"
         if out=$("${HELPER[@]}" check "$CONTENT/layouts" "$SUMMARY" "$name" "$method" "$base$path"); then
             status=ok

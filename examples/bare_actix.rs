@@ -10,7 +10,7 @@
 //! a request is one hash-map lookup by path (the query string is ignored, as nginx does) and
 //! an answer made of those bytes and header values made at start-up: Content-Type,
 //! Docker-Content-Digest and Docker-Distribution-API-Version, like nginx's location rules.
-//! Bodies larger than 128 KiB go out as 128 KiB static slices (as chartreg sends them). One
+//! Bodies larger than 1 MiB go out as 1 MiB static slices (as chartreg sends them). One
 //! worker per CPU the process may use, as chartreg.
 #![forbid(unsafe_code)]
 
@@ -23,7 +23,7 @@ use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use actix_web::web::{Bytes, Data};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 
-const CHUNK: usize = 128 * 1024;
+const CHUNK: usize = 1024 * 1024;
 
 struct Answer {
     body: &'static [u8],
@@ -45,12 +45,13 @@ fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `"<uri>" "<digest>";` lines of nginx's `map $uri $dcd { ... }`.
+/// The `<uri> <digest>;` lines of nginx's `map $uri $dcd { ... }`.
 fn tag_digests(map: &str) -> HashMap<String, String> {
     map.lines()
         .filter_map(|line| {
-            let mut quoted = line.split('"').skip(1).step_by(2);
-            Some((quoted.next()?.to_owned(), quoted.next()?.to_owned()))
+            let (uri, digest) = line.trim().strip_suffix(';')?.split_once(' ')?;
+            uri.starts_with('/')
+                .then(|| (uri.to_owned(), digest.trim().to_owned()))
         })
         .collect()
 }
