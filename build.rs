@@ -14,8 +14,16 @@
 //! the 32-bit PC-relative references between code and data: with 2 GiB of blobs among the
 //! ordinary read-only data the x86-64 link fails with "relocation R_X86_64_PC32 out of range".
 //!
+//! Then it loads the content with the library's own loading code (`src/oci` and `src/content`,
+//! compiled here by path) and writes down what it found, `$OUT_DIR/facts.bin`: with it the
+//! binary builds its registry at start-up without reading the content's JSON again (see
+//! `content::facts`). Content that cannot be served gets a warning here and empty facts, so the
+//! binary still refuses it at start-up, naming the file.
+//!
 //! Cargo reruns this when anything under the folder changes, including files being added or
 //! removed (rust-embed alone only notices changed contents).
+
+#![forbid(unsafe_code)]
 
 use std::env;
 use std::fmt::Write as _;
@@ -24,6 +32,14 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+
+// The library's content model, to load the content as the binary would.
+#[allow(dead_code, unused_imports, clippy::enum_variant_names)]
+#[path = "src/content/mod.rs"]
+mod content;
+#[allow(dead_code, unused_imports, clippy::enum_variant_names)]
+#[path = "src/oci/mod.rs"]
+mod oci;
 
 const DEFAULT_LINK_THRESHOLD: u64 = 1024 * 1024;
 
@@ -92,7 +108,10 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
     files.sort();
 
     let mut linked = String::from("vec![\n");
-    let mut linked_any = false;
+    // The files in the order the binary lists them: rust-embed's (walked in this order), then
+    // the linked ones.
+    let mut embedded = Vec::new();
+    let mut linked_files = Vec::new();
     for file in files {
         let relative = file
             .strip_prefix(folder)
@@ -114,6 +133,7 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
             if fs::hard_link(&real, &target).is_err() {
                 fs::copy(&real, &target).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             }
+            embedded.push((relative, file));
             continue;
         }
         include_blob::make_includable(&file);
@@ -124,8 +144,9 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
             file.to_str().expect("checked above")
         )
         .expect("writing to a String");
-        linked_any = true;
+        linked_files.push((relative, file));
     }
+    let linked_any = !linked_files.is_empty();
     linked.push(']');
     fs::write(out_dir.join("linked.rs"), linked).expect("linked.rs can be written");
     println!("cargo:rustc-env=CHARTREG_EMBED_DIR={}", mirror.display());
@@ -140,6 +161,32 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
         .expect("the linker script can be written");
         println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
     }
+    embedded.append(&mut linked_files);
+    write_facts(&embedded, out_dir);
+}
+
+/// Loads `files` (relative path, file) as the binary will, and writes `$OUT_DIR/facts.bin`:
+/// what loading found, or nothing when the content cannot be served or described.
+fn write_facts(files: &[(String, PathBuf)], out_dir: &Path) {
+    let files: Vec<content::ContentFile> = files
+        .iter()
+        .map(|(relative, file)| {
+            let data = fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            content::ContentFile {
+                path: relative.clone().into(),
+                sha256: Some(Sha256::digest(&data).into()),
+                data: data.into(),
+            }
+        })
+        .collect();
+    let facts = match content::Registry::from_files(files.clone()) {
+        Ok(registry) => registry.facts(&files).unwrap_or_default(),
+        Err(e) => {
+            println!("cargo:warning=the content cannot be served: {e}");
+            Vec::new()
+        }
+    };
+    fs::write(out_dir.join("facts.bin"), facts).expect("facts.bin can be written");
 }
 
 /// The targets include-blob writes objects for (it panics on others).

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
-use crate::content::{ContentFile, Registry};
+use crate::content::{Checked, Content, Registry};
 use crate::serve::{self, ServeOptions};
 use crate::tls::TlsFiles;
 use crate::{http, pack};
@@ -151,11 +151,10 @@ pub struct LsArgs {
 }
 
 /// Parses `args`, runs the command over `content`, and says how it went.
-pub fn main<I, C>(args: impl IntoIterator<Item = OsString>, content: impl FnOnce() -> C) -> ExitCode
-where
-    C: IntoIterator<Item = ContentFile, IntoIter = I>,
-    I: Iterator<Item = ContentFile>,
-{
+pub fn main(
+    args: impl IntoIterator<Item = OsString>,
+    content: impl FnOnce() -> Content,
+) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -186,20 +185,15 @@ where
     }
 }
 
-fn load<C: IntoIterator<Item = ContentFile>>(
-    content: impl FnOnce() -> C,
-) -> Result<Registry, String> {
-    Registry::from_files(content())
+fn load(content: impl FnOnce() -> Content) -> Result<(Registry, Checked), String> {
+    Registry::from_content(content())
         .map_err(|e| format!("the embedded content cannot be served: {e}"))
 }
 
-fn serve<C: IntoIterator<Item = ContentFile>>(
-    args: &ServeArgs,
-    content: impl FnOnce() -> C,
-) -> Result<(), String> {
+fn serve(args: &ServeArgs, content: impl FnOnce() -> Content) -> Result<(), String> {
     let started = Instant::now();
-    let registry = load(content)?;
-    serve::run(registry, &args.options(), started)
+    let (registry, checked) = load(content)?;
+    serve::run(registry, checked, &args.options(), started)
 }
 
 fn run_pack(args: &PackArgs) -> Result<(), String> {
@@ -228,11 +222,8 @@ struct Listed<'a> {
     size: u64,
 }
 
-fn ls<C: IntoIterator<Item = ContentFile>>(
-    args: &LsArgs,
-    content: impl FnOnce() -> C,
-) -> Result<(), String> {
-    let registry = load(content)?;
+fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), String> {
+    let (registry, _) = load(content)?;
     let mut rows = Vec::new();
     for repository in registry.repositories() {
         for tag in repository.tags() {

@@ -3,13 +3,15 @@
 //! The embedded folder is `assets/` unless `CHARTREG_ASSETS` named another at build time. build.rs
 //! splits it: small files come through rust-embed (with `debug-embed`, every build serves from the
 //! binary), large ones are linked in as objects (include-blob) and listed in `$OUT_DIR/linked.rs`.
+//! build.rs also loads the content and writes down what it found (`$OUT_DIR/facts.bin`, see
+//! `Registry::facts`), so that start-up need not read it again.
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use chartreg::content::ContentFile;
+use chartreg::content::{Content, ContentFile};
 use rust_embed::RustEmbed;
 
 #[derive(RustEmbed)]
@@ -35,9 +37,13 @@ fn small(path: Cow<'static, str>) -> Option<ContentFile> {
     })
 }
 
-/// Every embedded file. rust-embed finds each file by a binary search over its paths, which
-/// is most of the cost with tens of thousands of files: every CPU shares that work.
-fn embedded() -> impl Iterator<Item = ContentFile> {
+/// What the build found the content to be; empty when it could not say (see build.rs).
+static FACTS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/facts.bin"));
+
+/// Every embedded file, in the order build.rs wrote the facts of them (rust-embed's, then the
+/// linked ones). rust-embed finds each file by a binary search over its paths, which is most of
+/// the cost with tens of thousands of files: every CPU shares that work.
+fn embedded() -> Vec<ContentFile> {
     let names: Vec<Cow<'static, str>> = Assets::iter().collect();
     let mut files: Vec<ContentFile> = chartreg::content::in_parallel(&names, 1024, |chunk| {
         chunk.iter().cloned().filter_map(small).collect::<Vec<_>>()
@@ -54,9 +60,12 @@ fn embedded() -> impl Iterator<Item = ContentFile> {
                 sha256: Some(sha256),
             }),
     );
-    files.into_iter()
+    files
 }
 
 fn main() -> ExitCode {
-    chartreg::cli::main(std::env::args_os(), embedded)
+    chartreg::cli::main(std::env::args_os(), || Content {
+        files: embedded(),
+        facts: Bytes::from_static(FACTS),
+    })
 }

@@ -18,7 +18,7 @@ use actix_web::dev::ServerHandle;
 use actix_web::http::KeepAlive;
 use actix_web::{App, HttpServer, web};
 
-use crate::content::Registry;
+use crate::content::{Checked, Registry};
 use crate::http::{self, Ops};
 use crate::metrics::{BuildInfo, Metrics};
 use crate::tls::{self, Reloading, TlsFiles};
@@ -53,7 +53,12 @@ fn build_info() -> BuildInfo {
 }
 
 /// Runs the server until it is told to stop; returns once it has.
-pub fn run(registry: Registry, options: &ServeOptions, started: Instant) -> Result<(), String> {
+pub fn run(
+    registry: Registry,
+    checked: Checked,
+    options: &ServeOptions,
+    started: Instant,
+) -> Result<(), String> {
     let resolver = match &options.tls {
         Some(files) => Some(Reloading::load(files.clone()).map_err(|e| e.to_string())?),
         None => None,
@@ -132,13 +137,17 @@ pub fn run(registry: Registry, options: &ServeOptions, started: Instant) -> Resu
         let signals = Signals::listen()?;
         ops.set_ready(true);
         log::info!(
-            "serving {} repositories, {} tags, {} manifests, {} blobs ({} bytes) on {scheme}://{address}{metrics_note} (ready in {} ms)",
+            "serving {} repositories, {} tags, {} manifests, {} blobs ({} bytes) on {scheme}://{address}{metrics_note} (ready in {} ms; content checked {})",
             summary.repositories,
             summary.tags,
             summary.manifests,
             summary.blobs,
             summary.bytes,
-            started.elapsed().as_millis()
+            started.elapsed().as_millis(),
+            match checked {
+                Checked::AtBuild => "at build time",
+                Checked::AtStartup => "at start-up",
+            }
         );
         actix_web::rt::spawn(stop_on_signal(signals, ops.clone(), handles, options.shutdown_delay));
         if let Some(s) = metrics_server {

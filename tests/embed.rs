@@ -1,5 +1,6 @@
 //! Binaries built with other content through the build-time switch `CHARTREG_ASSETS=DIR`:
 //! files added to or removed from the folder are picked up by the next build; a binary whose
+//! content is served from what the build found it to be (build-time facts); a binary whose
 //! embedded content is corrupt refuses to start, naming the file; files of 1 MiB and more are
 //! linked in as objects (in `.lrodata`) and served byte for byte; and a large download in flight
 //! survives a graceful shutdown.
@@ -107,8 +108,9 @@ fn other_content_is_embedded_at_build_time() {
     let bin = build_with(dir);
     assert_eq!(listed(&bin), ["demo/one:v1"]);
 
-    // Served from the binary, byte for byte.
+    // Served from the binary, byte for byte, from what the build found the content to be.
     let server = common::Process::start_with(&bin, &[]);
+    assert_checked_at_build(&server);
     let (blob_path, blob) = one
         .iter()
         .find(|(_, b)| b.as_slice() == b"first payload")
@@ -139,6 +141,13 @@ fn other_content_is_embedded_at_build_time() {
     let tampered = dir.join(blob_path);
     fs::write(&tampered, b"first pay1oad").unwrap();
     refuses_to_start(&build_with(dir), blob_path);
+}
+
+/// The server built its registry from the build's facts (none were stale).
+fn assert_checked_at_build(server: &common::Process) {
+    let log = server.log();
+    assert!(log.contains("content checked at build time"), "{log}");
+    assert!(!log.contains("build-time facts"), "{log}");
 }
 
 /// `bin` will not serve: it exits 1 naming `path`, whose content does not match its name.
@@ -208,6 +217,7 @@ fn large_files_are_linked_in_and_served_exactly() {
     );
     assert_eq!(listed(&bin), ["demo/big:v1", "demo/small:v1"]);
     let server = common::Process::start_with(&bin, &[]);
+    assert_checked_at_build(&server);
     let url = format!("{}/v2/demo/big/blobs/{digest}", server.url());
     assert!(curl_bytes(&url, &[]) == big, "the linked blob differs");
     let middle = curl_bytes(&url, &["-H", "Range: bytes=1048570-2097160"]);
@@ -223,6 +233,7 @@ fn large_files_are_linked_in_and_served_exactly() {
     let bin = build_with_env(&dir, &[("CHARTREG_LINK_THRESHOLD", "1000000000")]);
     assert_eq!(section_size(&bin, ".lrodata"), None);
     let server = common::Process::start_with(&bin, &[]);
+    assert_checked_at_build(&server);
     let url = format!("{}/v2/demo/big/blobs/{digest}", server.url());
     assert!(curl_bytes(&url, &[]) == big, "the rust-embed blob differs");
     drop(server);

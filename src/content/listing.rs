@@ -53,6 +53,18 @@ impl Listing {
         }
     }
 
+    /// The catalog: every repository name (sorted by the caller).
+    pub fn catalog(names: Vec<String>) -> Self {
+        Listing::new(r#"{"repositories":["#, names)
+    }
+
+    /// The tags list of `repository`: its tags (sorted by the caller).
+    pub fn tags(repository: &str, tags: Vec<String>) -> Self {
+        // Serialising a string cannot fail.
+        let name = serde_json::to_string(repository).unwrap_or_default();
+        Listing::new(&format!(r#"{{"name":{name},"tags":["#), tags)
+    }
+
     /// The names, in order.
     pub fn names(&self) -> &[String] {
         &self.names

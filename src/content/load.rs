@@ -200,7 +200,7 @@ pub(super) fn registry(
     }
     names.sort();
     registry.summary.repositories = names.len();
-    registry.catalog = Listing::new(r#"{"repositories":["#, names);
+    registry.catalog = Listing::catalog(names);
     if several {
         registry.summary.bytes = distinct.values().sum();
     }
@@ -208,6 +208,17 @@ pub(super) fn registry(
 }
 
 impl Repository {
+    /// Says that some blobs of the layout are not served, if so.
+    pub(super) fn warn_unreferenced(&self) {
+        if self.unreferenced > 0 {
+            log::warn!(
+                "{}: {} blob(s) referenced by no manifest are not served",
+                self.name,
+                self.unreferenced
+            );
+        }
+    }
+
     /// Every manifest and blob once (a manifest may also be referenced as a blob), with its size.
     fn distinct_content(&self) -> impl Iterator<Item = (&[u8; 32], u64)> {
         let blobs = self.blobs.iter().map(|(h, b)| (h, b.data.len() as u64));
@@ -609,21 +620,14 @@ fn load_layout<'f, 'b>(
     }
 
     // Blobs kept are those some manifest references (as a blob or as a manifest).
-    let unreferenced = layout
+    repository.unreferenced = layout
         .blobs
         .len()
         .saturating_sub(repository.distinct_content().count());
-    if unreferenced > 0 {
-        log::warn!(
-            "{}: {unreferenced} blob(s) referenced by no manifest are not served",
-            layout.root
-        );
-    }
+    repository.warn_unreferenced();
     let mut tags: Vec<String> = repository.tags.keys().cloned().collect();
     tags.sort_unstable();
-    // Serialising a string cannot fail.
-    let name = serde_json::to_string(&repository.name).unwrap_or_default();
-    repository.tag_list = Listing::new(&format!(r#"{{"name":{name},"tags":["#), tags);
+    repository.tag_list = Listing::tags(&repository.name, tags);
     for referrers in repository.referrers.values_mut() {
         referrers.sort_by(|a, b| a.digest.cmp(&b.digest));
     }

@@ -15,6 +15,7 @@
 //!
 //! No HTTP types live here; `http` maps `Error` to statuses and codes.
 
+mod facts;
 mod listing;
 mod load;
 mod parallel;
@@ -56,6 +57,7 @@ use bytestring::ByteString;
 use crate::oci::layout::Descriptor;
 use crate::oci::{Digest, Reference, RepositoryName};
 
+pub use facts::Stale;
 pub use listing::Listing;
 pub use load::{LoadError, Problem};
 pub use parallel::in_parallel;
@@ -80,6 +82,24 @@ impl ContentFile {
             sha256: None,
         }
     }
+}
+
+/// What a binary holds: its files, and the facts its build wrote of them (see
+/// [`Registry::facts`]; empty when it wrote none).
+#[derive(Debug, Default)]
+pub struct Content {
+    pub files: Vec<ContentFile>,
+    pub facts: Bytes,
+}
+
+/// When the content a registry serves was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    /// By the build, which wrote down what it found: start-up only checked that the facts
+    /// describe these very files.
+    AtBuild,
+    /// At start-up, in full.
+    AtStartup,
 }
 
 /// A lookup that found nothing.
@@ -134,6 +154,8 @@ pub struct Repository {
     blobs: Sha256Map<Blob>,
     /// Descriptors of the manifests whose `subject` is the key, ordered by digest.
     referrers: HashMap<Digest, Vec<Descriptor>>,
+    /// Blobs of the layout that no manifest references (not served).
+    unreferenced: usize,
 }
 
 impl Repository {
@@ -242,6 +264,38 @@ impl Registry {
     /// Builds and checks the registry from every file of the content root.
     pub fn from_files(files: impl IntoIterator<Item = ContentFile>) -> Result<Self, LoadError> {
         load::registry(files)
+    }
+
+    /// Builds the registry from a binary's content: from its build-time facts when they
+    /// describe these files, else (saying why, unless there are none) from the files.
+    pub fn from_content(content: Content) -> Result<(Self, Checked), LoadError> {
+        match facts::read(&content.facts, &content.files) {
+            Ok(registry) => {
+                registry
+                    .repositories()
+                    .for_each(Repository::warn_unreferenced);
+                Ok((registry, Checked::AtBuild))
+            }
+            Err(stale) => {
+                if !content.facts.is_empty() {
+                    log::warn!("{stale}; checking it now");
+                }
+                Ok((Self::from_files(content.files)?, Checked::AtStartup))
+            }
+        }
+    }
+
+    /// The facts of this registry, built from `files`, for [`Registry::from_content`]: how
+    /// each body and string it holds lies in them. `None` for content facts cannot describe
+    /// (referrers).
+    pub fn facts(&self, files: &[ContentFile]) -> Option<Vec<u8>> {
+        facts::write(self, files)
+    }
+
+    /// Builds the registry from `files` and the facts written of them, or says why the facts
+    /// do not describe them.
+    pub fn from_facts(facts: &Bytes, files: &[ContentFile]) -> Result<Self, Stale> {
+        facts::read(facts, files)
     }
 
     pub fn repository(&self, name: &RepositoryName) -> Result<&Repository, Error> {

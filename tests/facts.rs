@@ -1,0 +1,261 @@
+//! Build-time facts (what build.rs writes after loading the content, so that start-up need
+//! not read it again): a registry built from them is the registry loading builds, they are
+//! used only for the very files they were written from, and anything else falls back to
+//! loading and checking in full.
+
+mod common;
+
+use bytes::Bytes;
+use chartreg::content::{Checked, Content, ContentFile, Registry};
+use chartreg::oci::layout::{Annotations, Files, ImageIndex, ImageManifest, LayoutBuilder};
+use chartreg::oci::{Reference, media_type};
+use sha2::{Digest as _, Sha256};
+
+/// Files with their sha256, as the binary has them.
+fn hashed(files: impl IntoIterator<Item = (String, Vec<u8>)>) -> Vec<ContentFile> {
+    files
+        .into_iter()
+        .map(|(path, data)| ContentFile {
+            sha256: Some(Sha256::digest(&data).into()),
+            path: path.into(),
+            data: data.into(),
+        })
+        .collect()
+}
+
+fn facts_of(files: &[ContentFile]) -> Bytes {
+    let registry = Registry::from_files(files.to_vec()).expect("valid content");
+    Bytes::from(registry.facts(files).expect("content facts can describe"))
+}
+
+fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {
+    let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
+    let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", layer.to_vec());
+    ImageManifest::new(config, vec![layer])
+}
+
+/// Most of what loading meets: two repositories sharing a blob, a nested index, an untagged
+/// manifest, a blob no manifest references, and a digest written with a JSON escape (a string
+/// that lies in no file as it is kept).
+fn varied() -> Files {
+    let mut files = Files::new();
+    for name in ["test/app", "test/copy"] {
+        let mut layout = LayoutBuilder::new(name);
+        let shared = image(&mut layout, b"shared layer");
+        let shared = layout.manifest(media_type::OCI_MANIFEST, &shared);
+        layout.list(shared.clone(), Some("1.0.0"));
+        let amd = image(&mut layout, format!("{name} amd64").as_bytes());
+        let amd = layout.manifest(media_type::OCI_MANIFEST, &amd);
+        let index = ImageIndex {
+            schema_version: 2,
+            media_type: Some(media_type::OCI_INDEX.into()),
+            artifact_type: None,
+            manifests: vec![amd],
+            subject: None,
+            annotations: Annotations::new(),
+        };
+        let top = layout.manifest(media_type::OCI_INDEX, &index);
+        layout.list(top, Some("2.0.0_build.1"));
+        let untagged = image(&mut layout, b"untagged");
+        let untagged = layout.manifest(media_type::OCI_MANIFEST, &untagged);
+        layout.list(untagged, None);
+        layout.blob("text/plain", b"referenced by nothing".to_vec());
+        files.extend(layout.finish());
+    }
+    let index = files.get_mut("test/copy/index.json").unwrap();
+    let text = String::from_utf8(index.clone()).unwrap();
+    *index = text
+        .replacen("\"sha256:", "\"\\u0073ha256:", 1)
+        .into_bytes();
+    files
+}
+
+/// Everything a client can see of a registry, through its public API.
+fn seen(registry: &Registry) -> String {
+    let mut out = format!("{:?}\n", registry.summary());
+    out += &String::from_utf8_lossy(&registry.catalog().page(0..registry.catalog().names().len()));
+    for repository in registry.repositories() {
+        let list = repository.tag_list();
+        out += &format!("\n{}: ", repository.name());
+        out += &String::from_utf8_lossy(&list.page(0..list.names().len()));
+        for tag in repository.tags() {
+            let m = repository
+                .manifest(&Reference::Tag(tag.parse().unwrap()))
+                .unwrap();
+            out += &format!(
+                "\n  {tag} {} {} {} {}",
+                m.digest,
+                m.media_type,
+                String::from_utf8_lossy(&m.quoted_digest),
+                common::sha256(&m.data)
+            );
+            let size = repository.pull_size(&m.digest);
+            out += &format!(" pulls {size}");
+        }
+    }
+    out
+}
+
+#[test]
+fn facts_build_the_registry_loading_builds() {
+    let assets = common::files_in(&common::root().join("assets"));
+    let assets = hashed(
+        assets
+            .into_iter()
+            .map(|f| (f.path.into_owned(), f.data.to_vec())),
+    );
+    for files in [assets, hashed(varied())] {
+        let loaded = Registry::from_files(files.clone()).unwrap();
+        let facts = facts_of(&files);
+        let built = Registry::from_facts(&facts, &files).unwrap();
+        assert_eq!(seen(&built), seen(&loaded));
+        // Facts hold every body, string and lookup: the same facts again.
+        assert_eq!(built.facts(&files).unwrap(), facts);
+    }
+}
+
+#[test]
+fn facts_keep_what_lies_in_no_file_and_slice_the_rest() {
+    let files = hashed(varied());
+    let facts = facts_of(&files);
+    let built = Registry::from_facts(&facts, &files).unwrap();
+    let copy = built.repository(&"test/copy".parse().unwrap()).unwrap();
+    let escaped = copy
+        .manifest(&Reference::Tag("1.0.0".parse().unwrap()))
+        .unwrap();
+    assert_eq!(escaped.digest.to_string(), common::sha256(&escaped.data));
+    assert_eq!(escaped.quoted_digest, format!("\"{}\"", escaped.digest));
+    // Every other body is the file itself, not a copy.
+    let app = built.repository(&"test/app".parse().unwrap()).unwrap();
+    let m = app
+        .manifest(&Reference::Tag("1.0.0".parse().unwrap()))
+        .unwrap();
+    let file = files
+        .iter()
+        .find(|f| f.path.ends_with(m.digest.encoded()) && f.path.starts_with("test/app/"))
+        .unwrap();
+    assert_eq!(m.data.as_ptr(), file.data.as_ptr());
+}
+
+#[test]
+fn facts_are_used_only_for_the_files_they_were_written_from() {
+    let files = hashed(varied());
+    let facts = facts_of(&files);
+
+    // One file changed (and its hash with it): not these files.
+    let mut changed = files.clone();
+    let i = changed
+        .iter()
+        .position(|f| f.path == "test/app/index.json")
+        .unwrap();
+    let mut data = changed[i].data.to_vec();
+    data.push(b'\n');
+    changed[i] = hashed([(changed[i].path.to_string(), data)]).remove(0);
+    let e = Registry::from_facts(&facts, &changed).unwrap_err();
+    assert!(e.to_string().contains("test/app/index.json"), "{e}");
+
+    // Files in another order, a file more or less, files without their hash.
+    let mut reordered = files.clone();
+    reordered.swap(0, 1);
+    assert!(Registry::from_facts(&facts, &reordered).is_err());
+    assert!(Registry::from_facts(&facts, &files[1..]).is_err());
+    let unhashed: Vec<ContentFile> = files
+        .iter()
+        .map(|f| ContentFile::new(f.path.clone(), f.data.clone()))
+        .collect();
+    assert!(Registry::from_facts(&facts, &unhashed).is_err());
+
+    // No facts, and facts cut short anywhere.
+    assert!(Registry::from_facts(&Bytes::new(), &files).is_err());
+    for len in (0..facts.len()).step_by(97) {
+        assert!(Registry::from_facts(&facts.slice(..len), &files).is_err());
+    }
+    assert!(Registry::from_facts(&facts, &files).is_ok());
+}
+
+#[test]
+fn facts_read_wrong_never_serve_bytes_under_another_digest() {
+    // Every byte of the facts changed in turn: each result is refused, or a registry whose
+    // every manifest is served under its own digest.
+    let files = hashed(varied());
+    let facts = facts_of(&files);
+    let mut tampered = facts.to_vec();
+    let mut refused = 0;
+    for at in 0..tampered.len() {
+        let original = tampered[at];
+        tampered[at] ^= 1;
+        match Registry::from_facts(&Bytes::from(tampered.clone()), &files) {
+            Err(_) => refused += 1,
+            Ok(registry) => {
+                for repository in registry.repositories() {
+                    for tag in repository.tags() {
+                        let m = repository
+                            .manifest(&Reference::Tag(tag.parse().unwrap()))
+                            .unwrap();
+                        let named = common::sha256(&m.data);
+                        assert_eq!(m.digest.to_string(), named);
+                    }
+                }
+            }
+        }
+        tampered[at] = original;
+    }
+    assert!(refused > 0);
+}
+
+#[test]
+fn content_facts_cannot_describe_is_checked_at_start_up() {
+    let mut layout = LayoutBuilder::new("test/app");
+    let subject = image(&mut layout, b"subject");
+    let subject = layout.manifest(media_type::OCI_MANIFEST, &subject);
+    layout.list(subject.clone(), Some("v1"));
+    let mut referrer = image(&mut layout, b"signature");
+    referrer.subject = Some(subject);
+    let referrer = layout.manifest(media_type::OCI_MANIFEST, &referrer);
+    layout.list(referrer, None);
+    let files = hashed(layout.finish());
+    let registry = Registry::from_files(files.clone()).unwrap();
+    assert!(
+        registry.facts(&files).is_none(),
+        "referrers are not written down"
+    );
+    let (_, checked) = Registry::from_content(Content {
+        files,
+        facts: Bytes::new(),
+    })
+    .unwrap();
+    assert_eq!(checked, Checked::AtStartup);
+}
+
+#[test]
+fn a_binary_content_loads_from_facts_or_else_in_full() {
+    let files = hashed(varied());
+    let facts = facts_of(&files);
+    let (registry, checked) = Registry::from_content(Content {
+        files: files.clone(),
+        facts: facts.clone(),
+    })
+    .unwrap();
+    assert_eq!(checked, Checked::AtBuild);
+    let loaded = Registry::from_files(files.clone()).unwrap();
+    assert_eq!(seen(&registry), seen(&loaded));
+
+    // Stale facts: the content is checked, and bad content still refused naming the file.
+    let mut bad = files.clone();
+    let i = bad.iter().position(|f| f.path.contains("/blobs/")).unwrap();
+    let path = bad[i].path.to_string();
+    bad[i] = hashed([(path.clone(), b"other bytes".to_vec())]).remove(0);
+    let e = Registry::from_content(Content {
+        files: bad,
+        facts: facts.clone(),
+    })
+    .unwrap_err();
+    assert_eq!(e.path, path, "{e}");
+
+    let (_, checked) = Registry::from_content(Content {
+        files: files.into_iter().rev().collect(),
+        facts,
+    })
+    .unwrap();
+    assert_eq!(checked, Checked::AtStartup);
+}
