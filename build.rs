@@ -133,7 +133,7 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
             if fs::hard_link(&real, &target).is_err() {
                 fs::copy(&real, &target).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             }
-            embedded.push((relative, file));
+            embedded.push((relative, file, None));
             continue;
         }
         include_blob::make_includable(&file);
@@ -144,7 +144,7 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
             file.to_str().expect("checked above")
         )
         .expect("writing to a String");
-        linked_files.push((relative, file));
+        linked_files.push((relative, file, Some(sha256)));
     }
     let linked_any = !linked_files.is_empty();
     linked.push(']');
@@ -165,16 +165,17 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
     write_facts(&embedded, out_dir);
 }
 
-/// Loads `files` (relative path, file) as the binary will, and writes `$OUT_DIR/facts.bin`:
-/// what loading found, or nothing when the content cannot be served or described.
-fn write_facts(files: &[(String, PathBuf)], out_dir: &Path) {
+/// Loads `files` (relative path, file, sha256 if computed already) as the binary will, and
+/// writes `$OUT_DIR/facts.bin`: what loading found, or nothing when the content cannot be
+/// served or described.
+fn write_facts(files: &[(String, PathBuf, Option<[u8; 32]>)], out_dir: &Path) {
     let files: Vec<content::ContentFile> = files
         .iter()
-        .map(|(relative, file)| {
+        .map(|(relative, file, sha256)| {
             let data = fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             content::ContentFile {
                 path: relative.clone().into(),
-                sha256: Some(Sha256::digest(&data).into()),
+                sha256: Some(sha256.unwrap_or_else(|| Sha256::digest(&data).into())),
                 data: data.into(),
             }
         })

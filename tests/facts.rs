@@ -115,7 +115,7 @@ fn facts_build_the_registry_loading_builds() {
 }
 
 #[test]
-fn facts_keep_what_lies_in_no_file_and_slice_the_rest() {
+fn bodies_are_the_files_themselves_and_strings_come_with_the_facts() {
     let files = hashed(varied());
     let facts = facts_of(&files);
     let built = Registry::from_facts(&facts, &files).unwrap();
@@ -125,7 +125,7 @@ fn facts_keep_what_lies_in_no_file_and_slice_the_rest() {
         .unwrap();
     assert_eq!(escaped.digest.to_string(), common::sha256(&escaped.data));
     assert_eq!(escaped.quoted_digest, format!("\"{}\"", escaped.digest));
-    // Every other body is the file itself, not a copy.
+    // A body is the file itself, not a copy.
     let app = built.repository(&"test/app".parse().unwrap()).unwrap();
     let m = app
         .manifest(&Reference::Tag("1.0.0".parse().unwrap()))
@@ -258,4 +258,32 @@ fn a_binary_content_loads_from_facts_or_else_in_full() {
     })
     .unwrap();
     assert_eq!(checked, Checked::AtStartup);
+}
+
+#[test]
+fn large_content_is_read_in_parallel_to_the_same_registry() {
+    // Enough versions that manifests, blobs and tags are decoded in several chunks.
+    let mut layout = LayoutBuilder::new("test/many");
+    for v in 0..2500 {
+        let m = image(&mut layout, format!("layer {v}").as_bytes());
+        let d = layout.manifest(media_type::OCI_MANIFEST, &m);
+        layout.list(d, Some(&format!("1.0.{v}")));
+    }
+    let files = hashed(layout.finish());
+    let loaded = Registry::from_files(files.clone()).unwrap();
+    let facts = facts_of(&files);
+    let built = Registry::from_facts(&facts, &files).unwrap();
+    assert_eq!(built.summary().tags, 2500);
+    assert_eq!(seen(&built), seen(&loaded));
+
+    // The last digest of the facts (a blob's, decoded in the last chunk) changed: refused.
+    let mut tampered = facts.to_vec();
+    let at = tampered
+        .windows(8)
+        .rposition(|w| w == b"\"sha256:")
+        .unwrap()
+        + 8;
+    tampered[at] = if tampered[at] == b'0' { b'1' } else { b'0' };
+    let e = Registry::from_facts(&Bytes::from(tampered), &files).unwrap_err();
+    assert!(e.to_string().contains("digest"), "{e}");
 }

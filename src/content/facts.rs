@@ -2,34 +2,34 @@
 //! (which compiles this module and `load` by path and loads the content itself), so that
 //! start-up builds the registry without reading any JSON or checking anything twice.
 //!
-//! Facts name bytes, they never copy them: every body and string the registry holds is a
-//! slice of one of the input files, written as (file, start, length); the few strings that lie
-//! in no file (a digest from a JSON string with escapes, repository and tag names) are kept in
-//! the facts. Facts are bound to the content they describe: they hold every file's sha256, and
-//! [`read`] refuses them ([`Stale`]) unless the files it is given have exactly those, in that
-//! order. What is read back is checked as far as it can be without the JSON: every digest must
-//! name the sha256 of the file it is the digest of, names and tags must be valid. So facts can
-//! only make start-up faster: when they do not fit, start-up loads and checks everything.
-//! Content with referrers is not written down (a referrer's descriptor is a whole JSON
-//! document): such content is checked at start-up.
+//! Facts name bodies, they never copy them: each manifest and blob body is one of the input
+//! files, written as its number. The strings the registry keeps (digests with their quotes,
+//! media types, repository names, tags) are copied into the facts' string area, each distinct
+//! string once: start-up reads them in one sequential pass, where the same strings in the JSON
+//! lie all over the binary, a page each. Facts are bound to the content they describe: they
+//! hold every file's sha256, and [`read`] refuses them ([`Stale`]) unless the files it is given
+//! have exactly those, in that order. What is read back is checked as far as it can be without
+//! the JSON: every digest must name the sha256 of the file it is the digest of, names and tags
+//! must be valid, tags in order. So facts can only make start-up faster: when they do not fit,
+//! start-up loads and checks everything. Content with referrers is not written down (a
+//! referrer's descriptor is a whole JSON document): such content is checked at start-up.
 //!
-//! Format (little-endian `u32`s unless said otherwise):
-//! `MAGIC`, the length of the string area and the area; the file count and each file's
-//! sha256; the summary (five `u64`s); the repository count, then for each repository its name,
-//! its unreferenced blob count, its manifests (count, then each: file, media type, digest,
-//! quoted digest), its blobs (count, then each: file, digest, quoted digest) and its tags in
-//! byte order (count, then each: name, position of its manifest). Bytes are (file, start,
-//! length); file [`IN_FACTS`] means the string area.
+//! Format (little-endian `u32`s unless said otherwise): `MAGIC`, the length of the string
+//! area and the area; the file count and each file's sha256; the summary (five `u64`s); the
+//! repository count, then for each repository its name, its unreferenced blob count, its
+//! manifests (count, then each: file, media type, quoted digest), its blobs (count, then each:
+//! file, quoted digest) and its tags in byte order (count, then each: name, position of its
+//! manifest). A string is its start in the string area and its length.
 
 use bytes::Bytes;
 use bytestring::ByteString;
 
-use super::{Blob, ContentFile, HashMap, Listing, Manifest, Registry, Repository, Sha256Map};
+use super::{
+    Blob, ContentFile, HashMap, Listing, Manifest, Registry, Repository, Sha256Map, in_parallel,
+};
 use crate::oci::{Digest, RepositoryName, Tag};
 
-const MAGIC: &[u8; 8] = b"CRFACTS1";
-/// The file number of bytes kept in the facts' own string area.
-const IN_FACTS: u32 = u32::MAX;
+const MAGIC: &[u8; 8] = b"CRFACTS2";
 
 /// Facts that do not describe the files at hand (or are no facts at all).
 #[derive(Debug, thiserror::Error)]
@@ -40,9 +40,9 @@ fn stale<T>(why: impl Into<String>) -> Result<T, Stale> {
     Err(Stale(why.into()))
 }
 
-/// The facts of `registry`, loaded from `files` (every byte string it holds a slice of one of
-/// them); `None` for content they cannot describe (referrers, a file without its sha256,
-/// sizes beyond `u32`).
+/// The facts of `registry`, loaded from `files` (every body it holds is one of them); `None`
+/// for content they cannot describe (referrers, a file without its sha256, sizes beyond
+/// `u32`).
 pub fn write(registry: &Registry, files: &[ContentFile]) -> Option<Vec<u8>> {
     let mut w = Writer::new(files)?;
     w.count(files.len())?;
@@ -59,7 +59,7 @@ pub fn write(registry: &Registry, files: &[ContentFile]) -> Option<Vec<u8>> {
         if !repository.referrers.is_empty() {
             return None;
         }
-        w.bytes(repository.name.as_bytes())?;
+        w.string(repository.name.as_bytes())?;
         w.count(repository.unreferenced)?;
         // In digest order, so that facts of the same content are the same bytes.
         let mut manifests: Vec<_> = repository.manifests.iter().collect();
@@ -67,23 +67,21 @@ pub fn write(registry: &Registry, files: &[ContentFile]) -> Option<Vec<u8>> {
         w.count(manifests.len())?;
         for (_, m) in &manifests {
             w.file(&m.data)?;
-            w.bytes(m.media_type.as_bytes())?;
-            w.bytes(m.digest.as_str().as_bytes())?;
-            w.bytes(&m.quoted_digest)?;
+            w.string(m.media_type.as_bytes())?;
+            w.quoted(&m.digest, &m.quoted_digest)?;
         }
         let mut blobs: Vec<_> = repository.blobs.iter().collect();
         blobs.sort_unstable_by_key(|(hash, _)| **hash);
         w.count(blobs.len())?;
         for (_, b) in blobs {
             w.file(&b.data)?;
-            w.bytes(b.digest.as_str().as_bytes())?;
-            w.bytes(&b.quoted_digest)?;
+            w.quoted(&b.digest, &b.quoted_digest)?;
         }
         w.count(repository.tags().len())?;
         for tag in repository.tags() {
             let hash = repository.tags.get(tag)?;
             let position = manifests.binary_search_by_key(&hash, |(h, _)| h).ok()?;
-            w.bytes(tag.as_bytes())?;
+            w.string(tag.as_bytes())?;
             w.count(position)?;
         }
     }
@@ -100,6 +98,8 @@ struct Writer<'f> {
     /// Each non-empty file's bytes as (address, length, file number), by address.
     spans: Vec<(usize, usize, u32)>,
     strings: Vec<u8>,
+    /// Where each string is in `strings`.
+    written: HashMap<Vec<u8>, u32>,
     body: Vec<u8>,
 }
 
@@ -120,6 +120,7 @@ impl<'f> Writer<'f> {
             files,
             spans,
             strings: Vec::new(),
+            written: HashMap::default(),
             body: Vec::new(),
         })
     }
@@ -149,18 +150,26 @@ impl<'f> Writer<'f> {
         self.count(file as usize)
     }
 
-    /// Bytes that are a slice of a file, or else kept in the string area.
-    fn bytes(&mut self, bytes: &[u8]) -> Option<()> {
-        let (file, start) = match self.locate(bytes).filter(|_| !bytes.is_empty()) {
-            Some(found) => found,
+    /// A string, in the string area.
+    fn string(&mut self, text: &[u8]) -> Option<()> {
+        let start = match self.written.get(text) {
+            Some(&start) => start,
             None => {
-                self.strings.extend_from_slice(bytes);
-                (IN_FACTS, self.strings.len() - bytes.len())
+                let start = u32::try_from(self.strings.len()).ok()?;
+                self.strings.extend_from_slice(text);
+                self.written.insert(text.to_vec(), start);
+                start
             }
         };
-        self.count(file as usize)?;
-        self.count(start)?;
-        self.count(bytes.len())
+        self.count(start as usize)?;
+        self.count(text.len())
+    }
+
+    /// A digest, as its quoted form (which holds it).
+    fn quoted(&mut self, digest: &Digest, quoted: &[u8]) -> Option<()> {
+        let inner = quoted.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        (inner == digest.as_str().as_bytes()).then_some(())?;
+        self.string(quoted)
     }
 }
 
@@ -174,15 +183,17 @@ pub fn read(facts: &Bytes, files: &[ContentFile]) -> Result<Registry, Stale> {
         return stale("not facts of this version");
     };
     let mut r = Reader {
-        facts,
         at: facts.len() - rest.len(),
-        strings: 0..0,
-        files,
+        ctx: Ctx {
+            facts,
+            strings: 0..0,
+            files,
+        },
     };
     let area = r.count()?;
     let start = r.at;
     r.take(area)?;
-    r.strings = start..r.at;
+    r.ctx.strings = start..r.at;
 
     if r.count()? != files.len() {
         return stale(format!(
@@ -192,7 +203,7 @@ pub fn read(facts: &Bytes, files: &[ContentFile]) -> Result<Registry, Stale> {
     }
     let hashes = r.take(32 * files.len())?;
     for (file, recorded) in files.iter().zip(hashes.chunks_exact(32)) {
-        if file.sha256.as_ref().map(|h| &h[..]) != Some(recorded) {
+        if file.sha256.as_ref() != recorded.first_chunk::<32>() {
             return stale(format!("{} is not the file they describe", file.path));
         }
     }
@@ -224,19 +235,34 @@ pub fn read(facts: &Bytes, files: &[ContentFile]) -> Result<Registry, Stale> {
     Ok(registry)
 }
 
-struct Reader<'a> {
+/// Bytes of one manifest, blob and tag in the facts.
+const MANIFEST_BYTES: usize = 20;
+const BLOB_BYTES: usize = 12;
+const TAG_BYTES: usize = 12;
+/// Manifests, blobs or tags each thread decodes at a time.
+const PER_CHUNK: usize = 2048;
+
+/// What every part of the facts is read with.
+#[derive(Clone)]
+struct Ctx<'a> {
     facts: &'a Bytes,
-    at: usize,
     strings: std::ops::Range<usize>,
     files: &'a [ContentFile],
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], Stale> {
+/// Reads the facts from the start, a field at a time.
+struct Reader<'a> {
+    at: usize,
+    ctx: Ctx<'a>,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Stale> {
+        let facts: &'a Bytes = self.ctx.facts;
         let Some(taken) = self
             .at
             .checked_add(n)
-            .and_then(|end| self.facts.get(self.at..end))
+            .and_then(|end| facts.get(self.at..end))
         else {
             return stale("they end early");
         };
@@ -253,101 +279,43 @@ impl Reader<'_> {
         Ok(u32::from_le_bytes(self.array()?) as usize)
     }
 
-    /// A whole file, and its sha256.
-    fn file(&mut self) -> Result<(&Bytes, [u8; 32]), Stale> {
-        let n = self.count()?;
-        match self.files.get(n) {
-            Some(ContentFile {
-                data,
-                sha256: Some(hash),
-                ..
-            }) => Ok((data, *hash)),
-            _ => stale("they name a file that is not there"),
-        }
-    }
-
-    fn bytes(&mut self) -> Result<Bytes, Stale> {
-        let (file, start, len) = (self.count()?, self.count()?, self.count()?);
-        let source = if file == IN_FACTS as usize {
-            self.facts.slice(self.strings.clone())
-        } else {
-            match self.files.get(file) {
-                Some(f) => f.data.clone(),
-                None => return stale("they name a file that is not there"),
-            }
-        };
-        match start.checked_add(len).filter(|&end| end <= source.len()) {
-            Some(end) => Ok(source.slice(start..end)),
-            None => stale("a slice lies beyond its file"),
-        }
-    }
-
-    fn text(&mut self) -> Result<ByteString, Stale> {
-        ByteString::try_from(self.bytes()?).or_else(|_| stale("a string is not UTF-8"))
-    }
-
-    /// The digest of the file whose sha256 is `hash`.
-    fn digest(&mut self, hash: &[u8; 32]) -> Result<Digest, Stale> {
-        match Digest::from_shared(self.text()?) {
-            Ok(digest) if digest.sha256().as_ref() == Some(hash) => Ok(digest),
-            _ => stale("a digest does not name its content"),
-        }
+    /// A count, then that many records of `size` bytes.
+    fn records(&mut self, size: usize) -> Result<Vec<&'a [u8]>, Stale> {
+        let count = self.count()?;
+        Ok(self
+            .take(count.saturating_mul(size))?
+            .chunks_exact(size)
+            .collect())
     }
 
     fn repository(&mut self) -> Result<Repository, Stale> {
-        let name = self.text()?.to_string();
+        let ctx = self.ctx.clone();
+        let (start, len) = (self.count()?, self.count()?);
+        let name = ctx.text(start, len)?.to_string();
         if name.parse::<RepositoryName>().is_err() {
             return stale("a repository name is not valid");
         }
         let unreferenced = self.count()?;
-        let count = self.count()?;
-        let mut manifests = Sha256Map::with_capacity_and_hasher(count, Default::default());
-        let mut positions = Vec::with_capacity(count);
-        for _ in 0..count {
-            let (data, hash) = self.file()?;
-            let data = data.clone();
-            let media_type = self.text()?;
-            let digest = self.digest(&hash)?;
-            let quoted_digest = self.bytes()?;
-            manifests.insert(
-                hash,
-                Manifest {
-                    media_type,
-                    digest,
-                    quoted_digest,
-                    data,
-                },
-            );
+        let manifest_records = self.records(MANIFEST_BYTES)?;
+        let blob_records = self.records(BLOB_BYTES)?;
+        let tag_records = self.records(TAG_BYTES)?;
+
+        let mut manifests =
+            Sha256Map::with_capacity_and_hasher(manifest_records.len(), Default::default());
+        let mut positions = Vec::with_capacity(manifest_records.len());
+        for (hash, manifest) in ctx.decode(&manifest_records, Ctx::manifest)? {
+            manifests.insert(hash, manifest);
             positions.push(hash);
         }
-        let count = self.count()?;
-        let mut blobs = Sha256Map::with_capacity_and_hasher(count, Default::default());
-        for _ in 0..count {
-            let (data, hash) = self.file()?;
-            let data = data.clone();
-            let digest = self.digest(&hash)?;
-            let quoted_digest = self.bytes()?;
-            blobs.insert(
-                hash,
-                Blob {
-                    digest,
-                    quoted_digest,
-                    data,
-                },
-            );
-        }
-        let count = self.count()?;
-        let mut tags = HashMap::with_capacity_and_hasher(count, Default::default());
-        let mut names = Vec::with_capacity(count);
-        for _ in 0..count {
-            let tag = self.text()?.to_string();
-            if tag.parse::<Tag>().is_err() {
-                return stale("a tag is not valid");
-            }
-            if names.last().is_some_and(|last: &String| *last >= tag) {
+        let mut blobs = Sha256Map::with_capacity_and_hasher(blob_records.len(), Default::default());
+        blobs.extend(ctx.decode(&blob_records, Ctx::blob)?);
+        let mut tags = HashMap::with_capacity_and_hasher(tag_records.len(), Default::default());
+        let mut names: Vec<String> = Vec::with_capacity(tag_records.len());
+        for (tag, position) in ctx.decode(&tag_records, Ctx::tag)? {
+            if names.last().is_some_and(|last| *last >= tag) {
                 return stale("the tags are not in order");
             }
-            let Some(hash) = positions.get(self.count()?) else {
+            let Some(hash) = positions.get(position) else {
                 return stale("a tag names a manifest that is not there");
             };
             tags.insert(tag.clone(), *hash);
@@ -363,5 +331,107 @@ impl Reader<'_> {
             referrers: HashMap::default(),
             unreferenced,
         })
+    }
+}
+
+/// The `n`th `u32` of a record.
+fn field(record: &[u8], n: usize) -> usize {
+    let bytes = record.get(4 * n..4 * n + 4).unwrap_or_default();
+    u32::from_le_bytes(bytes.try_into().unwrap_or_default()) as usize
+}
+
+impl Ctx<'_> {
+    /// `records` decoded by `one` on every CPU, in order, or the first problem.
+    fn decode<T: Send>(
+        &self,
+        records: &[&[u8]],
+        one: impl Fn(&Self, &[u8]) -> Result<T, Stale> + Sync,
+    ) -> Result<Vec<T>, Stale> {
+        let chunks = in_parallel(records, PER_CHUNK, |chunk| {
+            chunk
+                .iter()
+                .map(|record| one(self, record))
+                .collect::<Result<Vec<T>, Stale>>()
+        });
+        let mut all = Vec::with_capacity(records.len());
+        for chunk in chunks {
+            all.extend(chunk?);
+        }
+        Ok(all)
+    }
+
+    fn manifest(&self, record: &[u8]) -> Result<([u8; 32], Manifest), Stale> {
+        let (data, hash) = self.file(field(record, 0))?;
+        let media_type = self.text(field(record, 1), field(record, 2))?;
+        let (digest, quoted_digest) = self.quoted(field(record, 3), field(record, 4), &hash)?;
+        let manifest = Manifest {
+            media_type,
+            digest,
+            quoted_digest,
+            data,
+        };
+        Ok((hash, manifest))
+    }
+
+    fn blob(&self, record: &[u8]) -> Result<([u8; 32], Blob), Stale> {
+        let (data, hash) = self.file(field(record, 0))?;
+        let (digest, quoted_digest) = self.quoted(field(record, 1), field(record, 2), &hash)?;
+        let blob = Blob {
+            digest,
+            quoted_digest,
+            data,
+        };
+        Ok((hash, blob))
+    }
+
+    /// A tag and the position of its manifest.
+    fn tag(&self, record: &[u8]) -> Result<(String, usize), Stale> {
+        let tag = self.text(field(record, 0), field(record, 1))?.to_string();
+        if tag.parse::<Tag>().is_err() {
+            return stale("a tag is not valid");
+        }
+        Ok((tag, field(record, 2)))
+    }
+
+    /// File `n`, and its sha256.
+    fn file(&self, n: usize) -> Result<(Bytes, [u8; 32]), Stale> {
+        match self.files.get(n) {
+            Some(ContentFile {
+                data,
+                sha256: Some(hash),
+                ..
+            }) => Ok((data.clone(), *hash)),
+            _ => stale("they name a file that is not there"),
+        }
+    }
+
+    /// The string of `len` bytes at `start` in the string area.
+    fn text(&self, start: usize, len: usize) -> Result<ByteString, Stale> {
+        let Some(end) = start
+            .checked_add(len)
+            .filter(|&end| end <= self.strings.len())
+        else {
+            return stale("a string lies beyond the string area");
+        };
+        let bytes = self
+            .facts
+            .slice(self.strings.start + start..self.strings.start + end);
+        ByteString::try_from(bytes).or_else(|_| stale("a string is not UTF-8"))
+    }
+
+    /// The quoted digest of the file whose sha256 is `hash`, and the digest it holds.
+    fn quoted(&self, start: usize, len: usize, hash: &[u8; 32]) -> Result<(Digest, Bytes), Stale> {
+        let quoted = self.text(start, len)?;
+        let digest = quoted
+            .strip_prefix('"')
+            .and_then(|rest| rest.strip_suffix('"'))
+            .map(|inner| quoted.slice_ref(inner))
+            .map(Digest::from_shared);
+        match digest {
+            Some(Ok(digest)) if digest.sha256().as_ref() == Some(hash) => {
+                Ok((digest, quoted.into_bytes()))
+            }
+            _ => stale("a digest does not name its content"),
+        }
     }
 }
