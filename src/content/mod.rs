@@ -9,6 +9,10 @@
 //!    checks that each referenced blob is present with the descriptor's size and that its bytes
 //!    have the digest they are stored under, and records tags and referrers. Any problem is a
 //!    `LoadError` naming the file: the registry refuses to exist rather than serve wrong bytes.
+//!    The binary builds it from build-time facts instead (`Registry::from_content`, module
+//!    `facts`): build.rs runs this same loading and writes down what it found; start-up checks
+//!    that the facts describe exactly the files it holds (by sha256) and builds the maps from
+//!    them, falling back to step 2 when they do not.
 //! 3. Requests look up `Registry::repository`, then `Repository::manifest` / `blob` / `tags` /
 //!    `referrers`: hash-map lookups returning the stored bytes (`Bytes`, zero-copy for embedded
 //!    `&'static` data). Misses are `Error::NameUnknown` / `ManifestUnknown` / `BlobUnknown`.
