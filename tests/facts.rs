@@ -35,8 +35,8 @@ fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {
 }
 
 /// Most of what loading meets: two repositories sharing a blob, a nested index, an untagged
-/// manifest, a blob no manifest references, and a digest written with a JSON escape (a string
-/// that lies in no file as it is kept).
+/// manifest, an empty layer, a blob no manifest references, and a digest written with a JSON
+/// escape (a string that lies in no file as it is kept).
 fn varied() -> Files {
     let mut files = Files::new();
     for name in ["test/app", "test/copy"] {
@@ -56,7 +56,7 @@ fn varied() -> Files {
         };
         let top = layout.manifest(media_type::OCI_INDEX, &index);
         layout.list(top, Some("2.0.0_build.1"));
-        let untagged = image(&mut layout, b"untagged");
+        let untagged = image(&mut layout, b"");
         let untagged = layout.manifest(media_type::OCI_MANIFEST, &untagged);
         layout.list(untagged, None);
         layout.blob("text/plain", b"referenced by nothing".to_vec());
@@ -262,7 +262,7 @@ fn a_binary_content_loads_from_facts_or_else_in_full() {
 
 #[test]
 fn large_content_is_read_in_parallel_to_the_same_registry() {
-    // Enough versions that manifests, blobs and tags are decoded in several chunks.
+    // Enough versions that blobs are read on a thread of their own.
     let mut layout = LayoutBuilder::new("test/many");
     for v in 0..2500 {
         let m = image(&mut layout, format!("layer {v}").as_bytes());
@@ -276,7 +276,7 @@ fn large_content_is_read_in_parallel_to_the_same_registry() {
     assert_eq!(built.summary().tags, 2500);
     assert_eq!(seen(&built), seen(&loaded));
 
-    // The last digest of the facts (a blob's, decoded in the last chunk) changed: refused.
+    // The last digest of the facts (a blob's, read on that thread) changed: refused.
     let mut tampered = facts.to_vec();
     let at = tampered
         .windows(8)

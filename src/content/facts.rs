@@ -24,9 +24,7 @@
 use bytes::Bytes;
 use bytestring::ByteString;
 
-use super::{
-    Blob, ContentFile, HashMap, Listing, Manifest, Registry, Repository, Sha256Map, in_parallel,
-};
+use super::{Blob, ContentFile, HashMap, Listing, Manifest, Registry, Repository, Sha256Map};
 use crate::oci::{Digest, RepositoryName, Tag};
 
 const MAGIC: &[u8; 8] = b"CRFACTS2";
@@ -141,8 +139,12 @@ impl<'f> Writer<'f> {
         (address + bytes.len() <= start + len).then_some((file, address - start))
     }
 
-    /// Bytes that are a whole file.
+    /// Bytes that are a whole file (an empty body: the first empty file, they are all alike).
     fn file(&mut self, data: &Bytes) -> Option<()> {
+        if data.is_empty() {
+            let file = self.files.iter().position(|f| f.data.is_empty())?;
+            return self.count(file);
+        }
         let (file, start) = self.locate(data)?;
         if start != 0 || self.files[file as usize].data.len() != data.len() {
             return None;
@@ -239,8 +241,8 @@ pub fn read(facts: &Bytes, files: &[ContentFile]) -> Result<Registry, Stale> {
 const MANIFEST_BYTES: usize = 20;
 const BLOB_BYTES: usize = 12;
 const TAG_BYTES: usize = 12;
-/// Manifests, blobs or tags each thread decodes at a time.
-const PER_CHUNK: usize = 2048;
+/// Blobs in a repository from which they are read on a thread of their own.
+const PARALLEL_FROM: usize = 4096;
 
 /// What every part of the facts is read with.
 #[derive(Clone)]
@@ -300,18 +302,26 @@ impl<'a> Reader<'a> {
         let blob_records = self.records(BLOB_BYTES)?;
         let tag_records = self.records(TAG_BYTES)?;
 
-        let mut manifests =
-            Sha256Map::with_capacity_and_hasher(manifest_records.len(), Default::default());
-        let mut positions = Vec::with_capacity(manifest_records.len());
-        for (hash, manifest) in ctx.decode(&manifest_records, Ctx::manifest)? {
-            manifests.insert(hash, manifest);
-            positions.push(hash);
-        }
-        let mut blobs = Sha256Map::with_capacity_and_hasher(blob_records.len(), Default::default());
-        blobs.extend(ctx.decode(&blob_records, Ctx::blob)?);
+        // Blobs are the most records: a thread of their own when there are many, while this one
+        // reads manifests and tags.
+        let (manifests, blobs) = std::thread::scope(|scope| {
+            let blobs = (blob_records.len() >= PARALLEL_FROM)
+                .then(|| scope.spawn(|| ctx.blobs(&blob_records)));
+            let manifests = ctx.manifests(&manifest_records);
+            let blobs = match blobs {
+                // A panic there is a bug: let it surface as one.
+                Some(thread) => thread
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                None => ctx.blobs(&blob_records),
+            };
+            (manifests, blobs)
+        });
+        let ((manifests, positions), blobs) = (manifests?, blobs?);
         let mut tags = HashMap::with_capacity_and_hasher(tag_records.len(), Default::default());
         let mut names: Vec<String> = Vec::with_capacity(tag_records.len());
-        for (tag, position) in ctx.decode(&tag_records, Ctx::tag)? {
+        for record in tag_records {
+            let (tag, position) = ctx.tag(record)?;
             if names.last().is_some_and(|last| *last >= tag) {
                 return stale("the tags are not in order");
             }
@@ -341,23 +351,25 @@ fn field(record: &[u8], n: usize) -> usize {
 }
 
 impl Ctx<'_> {
-    /// `records` decoded by `one` on every CPU, in order, or the first problem.
-    fn decode<T: Send>(
-        &self,
-        records: &[&[u8]],
-        one: impl Fn(&Self, &[u8]) -> Result<T, Stale> + Sync,
-    ) -> Result<Vec<T>, Stale> {
-        let chunks = in_parallel(records, PER_CHUNK, |chunk| {
-            chunk
-                .iter()
-                .map(|record| one(self, record))
-                .collect::<Result<Vec<T>, Stale>>()
-        });
-        let mut all = Vec::with_capacity(records.len());
-        for chunk in chunks {
-            all.extend(chunk?);
+    /// The manifests, and the hash of each in record order (tags name them by position).
+    fn manifests(&self, records: &[&[u8]]) -> Result<(Sha256Map<Manifest>, Vec<[u8; 32]>), Stale> {
+        let mut manifests = Sha256Map::with_capacity_and_hasher(records.len(), Default::default());
+        let mut positions = Vec::with_capacity(records.len());
+        for record in records {
+            let (hash, manifest) = self.manifest(record)?;
+            manifests.insert(hash, manifest);
+            positions.push(hash);
         }
-        Ok(all)
+        Ok((manifests, positions))
+    }
+
+    fn blobs(&self, records: &[&[u8]]) -> Result<Sha256Map<Blob>, Stale> {
+        let mut blobs = Sha256Map::with_capacity_and_hasher(records.len(), Default::default());
+        for record in records {
+            let (hash, blob) = self.blob(record)?;
+            blobs.insert(hash, blob);
+        }
+        Ok(blobs)
     }
 
     fn manifest(&self, record: &[u8]) -> Result<([u8; 32], Manifest), Stale> {
