@@ -93,8 +93,8 @@ pub fn write(registry: &Registry, files: &[ContentFile]) -> Option<Vec<u8>> {
 
 struct Writer<'f> {
     files: &'f [ContentFile],
-    /// Each non-empty file's bytes as (address, length, file number), by address.
-    spans: Vec<(usize, usize, u32)>,
+    /// Each non-empty file's number, by the address of its bytes.
+    by_address: HashMap<usize, u32>,
     strings: Vec<u8>,
     /// Where each string is in `strings`.
     written: HashMap<Vec<u8>, u32>,
@@ -103,20 +103,15 @@ struct Writer<'f> {
 
 impl<'f> Writer<'f> {
     fn new(files: &'f [ContentFile]) -> Option<Self> {
-        let mut spans = Vec::with_capacity(files.len());
+        let mut by_address = HashMap::default();
         for (i, file) in files.iter().enumerate() {
             if !file.data.is_empty() {
-                spans.push((
-                    file.data.as_ptr() as usize,
-                    file.data.len(),
-                    i.try_into().ok()?,
-                ));
+                by_address.insert(file.data.as_ptr() as usize, i.try_into().ok()?);
             }
         }
-        spans.sort_unstable();
         Some(Writer {
             files,
-            spans,
+            by_address,
             strings: Vec::new(),
             written: HashMap::default(),
             body: Vec::new(),
@@ -129,27 +124,15 @@ impl<'f> Writer<'f> {
         Some(())
     }
 
-    /// The file and offset `bytes` lie at.
-    fn locate(&self, bytes: &[u8]) -> Option<(u32, usize)> {
-        let address = bytes.as_ptr() as usize;
-        let after = self
-            .spans
-            .partition_point(|&(start, _, _)| start <= address);
-        let &(start, len, file) = self.spans.get(after.checked_sub(1)?)?;
-        (address + bytes.len() <= start + len).then_some((file, address - start))
-    }
-
     /// Bytes that are a whole file (an empty body: the first empty file, they are all alike).
     fn file(&mut self, data: &Bytes) -> Option<()> {
-        if data.is_empty() {
-            let file = self.files.iter().position(|f| f.data.is_empty())?;
-            return self.count(file);
-        }
-        let (file, start) = self.locate(data)?;
-        if start != 0 || self.files[file as usize].data.len() != data.len() {
-            return None;
-        }
-        self.count(file as usize)
+        let file = if data.is_empty() {
+            self.files.iter().position(|f| f.data.is_empty())?
+        } else {
+            let file = *self.by_address.get(&(data.as_ptr() as usize))? as usize;
+            (self.files[file].data.len() == data.len()).then_some(file)?
+        };
+        self.count(file)
     }
 
     /// A string, in the string area.

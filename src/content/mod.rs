@@ -289,9 +289,9 @@ impl Registry {
         }
     }
 
-    /// The facts of this registry, built from `files`, for [`Registry::from_content`]: how
-    /// each body and string it holds lies in them. `None` for content facts cannot describe
-    /// (referrers).
+    /// The facts of this registry, built from `files`, for [`Registry::from_content`]: which
+    /// file each body it holds is, and the strings it keeps. `None` for content facts cannot
+    /// describe (referrers).
     pub fn facts(&self, files: &[ContentFile]) -> Option<Vec<u8>> {
         facts::write(self, files)
     }
