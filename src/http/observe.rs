@@ -168,12 +168,13 @@ where
                 },
             };
         };
+        let max_header_bytes = ops.max_header_bytes;
         let started = Some(Started {
             at: Instant::now(),
-            ops: ops.clone(),
+            ops,
         });
-        if head_bytes(&req) > ops.max_header_bytes {
-            let refused = req.error_response(ApiError::HeadersTooLarge(ops.max_header_bytes));
+        if head_bytes(&req) > max_header_bytes {
+            let refused = req.error_response(ApiError::HeadersTooLarge(max_header_bytes));
             return Observing {
                 started,
                 state: State::Refused {
