@@ -287,3 +287,27 @@ fn large_content_is_read_in_parallel_to_the_same_registry() {
     let e = Registry::from_facts(&Bytes::from(tampered), &files).unwrap_err();
     assert!(e.to_string().contains("digest"), "{e}");
 }
+
+#[test]
+fn facts_whose_repositories_are_out_of_order_are_refused() {
+    // Two repositories whose names are the same length: swapped in the facts' string area,
+    // the catalog would list `test/b` before `test/a`.
+    let mut files = Files::new();
+    for name in ["test/a", "test/b"] {
+        let mut layout = LayoutBuilder::new(name);
+        let m = image(&mut layout, name.as_bytes());
+        let d = layout.manifest(media_type::OCI_MANIFEST, &m);
+        layout.list(d, Some("v1"));
+        files.extend(layout.finish());
+    }
+    let files = hashed(files);
+    let facts = facts_of(&files);
+    assert!(Registry::from_facts(&facts, &files).is_ok());
+    let mut swapped = facts.to_vec();
+    let at = |text: &[u8]| swapped.windows(text.len()).position(|w| w == text).unwrap();
+    let (a, b) = (at(b"test/a"), at(b"test/b"));
+    swapped[a + 5] = b'b';
+    swapped[b + 5] = b'a';
+    let e = Registry::from_facts(&Bytes::from(swapped), &files).unwrap_err();
+    assert!(e.to_string().contains("not in order"), "{e}");
+}

@@ -10,9 +10,10 @@
 //! hold every file's sha256, and [`read`] refuses them ([`Stale`]) unless the files it is given
 //! have exactly those, in that order. What is read back is checked as far as it can be without
 //! the JSON: every digest must name the sha256 of the file it is the digest of, names and tags
-//! must be valid, tags in order. So facts can only make start-up faster: when they do not fit,
-//! start-up loads and checks everything. Content with referrers is not written down (a
-//! referrer's descriptor is a whole JSON document): such content is checked at start-up.
+//! must be valid, tags and repositories in order (each once). So facts can only make start-up
+//! faster: when they do not fit, start-up loads and checks everything. Content with referrers
+//! is not written down (a referrer's descriptor is a whole JSON document): such content is
+//! checked at start-up.
 //!
 //! Format (little-endian `u32`s unless said otherwise): `MAGIC`, the length of the string
 //! area and the area; the file count and each file's sha256; the summary (five `u64`s); the
@@ -208,13 +209,17 @@ pub fn read(facts: &Bytes, files: &[ContentFile]) -> Result<Registry, Stale> {
     let mut names = Vec::with_capacity(repositories);
     for _ in 0..repositories {
         let repository = r.repository()?;
+        // The catalog lists them in byte order, each once, as the tags of a repository.
+        if names
+            .last()
+            .is_some_and(|last: &String| *last >= repository.name)
+        {
+            return stale("the repositories are not in order");
+        }
         names.push(repository.name.clone());
         registry
             .repositories
             .insert(repository.name.clone(), repository);
-    }
-    if registry.repositories.len() != repositories {
-        return stale("a repository is named twice");
     }
     registry.catalog = Listing::catalog(names);
     Ok(registry)
