@@ -9,16 +9,10 @@ use chartreg::oci::layout::{
 };
 use chartreg::oci::{Digest, Reference, media_type};
 
-fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {
-    let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
-    let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", layer.to_vec());
-    ImageManifest::new(config, vec![layer])
-}
-
 /// A valid layout `test/app` with tag `v1`, and the manifest's descriptor.
 fn valid() -> (Files, Descriptor, ImageManifest) {
     let mut layout = LayoutBuilder::new("test/app");
-    let m = image(&mut layout, b"layer bytes");
+    let m = common::image(&mut layout, b"layer bytes");
     let d = layout.manifest(media_type::OCI_MANIFEST, &m);
     layout.list(d.clone(), Some("v1"));
     (layout.finish(), d, m)
@@ -153,7 +147,7 @@ fn missing_manifest_is_refused() {
 #[test]
 fn wrong_size_is_refused() {
     let mut layout = LayoutBuilder::new("test/app");
-    let mut m = image(&mut layout, b"layer bytes");
+    let mut m = common::image(&mut layout, b"layer bytes");
     m.layers[0].size += 1;
     let d = layout.manifest(media_type::OCI_MANIFEST, &m);
     layout.list(d, Some("v1"));
@@ -167,7 +161,7 @@ fn wrong_size_is_refused() {
 #[test]
 fn manifest_media_type_must_agree_with_its_descriptor() {
     let mut layout = LayoutBuilder::new("test/app");
-    let m = image(&mut layout, b"x");
+    let m = common::image(&mut layout, b"x");
     let d = layout.manifest(media_type::DOCKER_MANIFEST, &m);
     layout.list(d.clone(), Some("v1"));
     assert!(matches!(
@@ -179,7 +173,7 @@ fn manifest_media_type_must_agree_with_its_descriptor() {
 #[test]
 fn media_types_must_be_safe_to_send() {
     let mut layout = LayoutBuilder::new("test/app");
-    let m = image(&mut layout, b"x");
+    let m = common::image(&mut layout, b"x");
     let mut d = layout.manifest(media_type::OCI_MANIFEST, &m);
     d.media_type = "application/vnd.oci.image.manifest.v1+json\r\nX-Evil: 1".into();
     layout.list(d.clone(), Some("v1"));
@@ -214,7 +208,7 @@ fn unparsable_manifest_is_refused() {
 #[test]
 fn old_schema_version_is_refused() {
     let mut layout = LayoutBuilder::new("test/app");
-    let mut m = image(&mut layout, b"x");
+    let mut m = common::image(&mut layout, b"x");
     m.schema_version = 1;
     let d = layout.manifest(media_type::OCI_MANIFEST, &m);
     layout.list(d.clone(), Some("v1"));
@@ -227,7 +221,7 @@ fn old_schema_version_is_refused() {
 #[test]
 fn invalid_and_duplicate_tags_are_refused() {
     let mut layout = LayoutBuilder::new("test/app");
-    let m = image(&mut layout, b"x");
+    let m = common::image(&mut layout, b"x");
     let d = layout.manifest(media_type::OCI_MANIFEST, &m);
     layout.list(d, Some("not a tag"));
     assert!(matches!(
@@ -236,9 +230,9 @@ fn invalid_and_duplicate_tags_are_refused() {
     ));
 
     let mut layout = LayoutBuilder::new("test/app");
-    let a = image(&mut layout, b"a");
+    let a = common::image(&mut layout, b"a");
     let a = layout.manifest(media_type::OCI_MANIFEST, &a);
-    let b = image(&mut layout, b"b");
+    let b = common::image(&mut layout, b"b");
     let b = layout.manifest(media_type::OCI_MANIFEST, &b);
     layout.list(a.clone(), Some("v1"));
     layout.list(a, Some("v1"));
@@ -322,9 +316,9 @@ fn layout_files_are_checked() {
 #[test]
 fn nested_indexes_serve_every_child_by_digest() {
     let mut layout = LayoutBuilder::new("test/multi");
-    let amd = image(&mut layout, b"amd64");
+    let amd = common::image(&mut layout, b"amd64");
     let amd = layout.manifest(media_type::OCI_MANIFEST, &amd);
-    let arm = image(&mut layout, b"arm64");
+    let arm = common::image(&mut layout, b"arm64");
     let arm = layout.manifest(media_type::OCI_MANIFEST, &arm);
     let index = ImageIndex {
         schema_version: 2,
@@ -378,11 +372,11 @@ fn nested_layouts_are_separate_repositories() {
     // `test/app` and `test/app/sub` are both valid names; files in the inner folder belong to
     // the inner layout, whatever order the files come in.
     let mut outer = LayoutBuilder::new("test/app");
-    let m = image(&mut outer, b"outer layer");
+    let m = common::image(&mut outer, b"outer layer");
     let d = outer.manifest(media_type::OCI_MANIFEST, &m);
     outer.list(d, Some("v1"));
     let mut inner = LayoutBuilder::new("test/app/sub");
-    let m = image(&mut inner, b"inner layer");
+    let m = common::image(&mut inner, b"inner layer");
     let d = inner.manifest(media_type::OCI_MANIFEST, &m);
     inner.list(d, Some("v2"));
     let mut files: Vec<(String, Vec<u8>)> = outer.finish().into_iter().collect();
@@ -413,7 +407,7 @@ fn a_manifest_also_referenced_as_a_blob_is_counted_once() {
     // One layout: the valid manifest (tag v1), and a second manifest (tag v2) whose layer is
     // the first manifest's bytes.
     let mut layout = LayoutBuilder::new("test/app");
-    let m1 = image(&mut layout, b"layer bytes");
+    let m1 = common::image(&mut layout, b"layer bytes");
     let d1 = layout.manifest(media_type::OCI_MANIFEST, &m1);
     assert_eq!(d1.digest, d.digest);
     let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());

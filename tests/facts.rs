@@ -7,7 +7,7 @@ mod common;
 
 use bytes::Bytes;
 use chartreg::content::{Checked, Content, ContentFile, Registry};
-use chartreg::oci::layout::{Annotations, Files, ImageIndex, ImageManifest, LayoutBuilder};
+use chartreg::oci::layout::{Annotations, Files, ImageIndex, LayoutBuilder};
 use chartreg::oci::{Reference, media_type};
 use sha2::{Digest as _, Sha256};
 
@@ -28,12 +28,6 @@ fn facts_of(files: &[ContentFile]) -> Bytes {
     Bytes::from(registry.facts(files).expect("content facts can describe"))
 }
 
-fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {
-    let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
-    let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", layer.to_vec());
-    ImageManifest::new(config, vec![layer])
-}
-
 /// Most of what loading meets: two repositories sharing a blob, a nested index, an untagged
 /// manifest, an empty layer, a blob no manifest references, and a digest written with a JSON
 /// escape (a string that lies in no file as it is kept).
@@ -41,10 +35,10 @@ fn varied() -> Files {
     let mut files = Files::new();
     for name in ["test/app", "test/copy"] {
         let mut layout = LayoutBuilder::new(name);
-        let shared = image(&mut layout, b"shared layer");
+        let shared = common::image(&mut layout, b"shared layer");
         let shared = layout.manifest(media_type::OCI_MANIFEST, &shared);
         layout.list(shared.clone(), Some("1.0.0"));
-        let amd = image(&mut layout, format!("{name} amd64").as_bytes());
+        let amd = common::image(&mut layout, format!("{name} amd64").as_bytes());
         let amd = layout.manifest(media_type::OCI_MANIFEST, &amd);
         let index = ImageIndex {
             schema_version: 2,
@@ -56,7 +50,7 @@ fn varied() -> Files {
         };
         let top = layout.manifest(media_type::OCI_INDEX, &index);
         layout.list(top, Some("2.0.0_build.1"));
-        let untagged = image(&mut layout, b"");
+        let untagged = common::image(&mut layout, b"");
         let untagged = layout.manifest(media_type::OCI_MANIFEST, &untagged);
         layout.list(untagged, None);
         layout.blob("text/plain", b"referenced by nothing".to_vec());
@@ -206,10 +200,10 @@ fn facts_read_wrong_never_serve_bytes_under_another_digest() {
 #[test]
 fn content_facts_cannot_describe_is_checked_at_start_up() {
     let mut layout = LayoutBuilder::new("test/app");
-    let subject = image(&mut layout, b"subject");
+    let subject = common::image(&mut layout, b"subject");
     let subject = layout.manifest(media_type::OCI_MANIFEST, &subject);
     layout.list(subject.clone(), Some("v1"));
-    let mut referrer = image(&mut layout, b"signature");
+    let mut referrer = common::image(&mut layout, b"signature");
     referrer.subject = Some(subject);
     let referrer = layout.manifest(media_type::OCI_MANIFEST, &referrer);
     layout.list(referrer, None);
@@ -265,7 +259,7 @@ fn large_content_is_read_in_parallel_to_the_same_registry() {
     // Enough versions that blobs are read on a thread of their own.
     let mut layout = LayoutBuilder::new("test/many");
     for v in 0..2500 {
-        let m = image(&mut layout, format!("layer {v}").as_bytes());
+        let m = common::image(&mut layout, format!("layer {v}").as_bytes());
         let d = layout.manifest(media_type::OCI_MANIFEST, &m);
         layout.list(d, Some(&format!("1.0.{v}")));
     }
@@ -295,7 +289,7 @@ fn facts_whose_repositories_are_out_of_order_are_refused() {
     let mut files = Files::new();
     for name in ["test/a", "test/b"] {
         let mut layout = LayoutBuilder::new(name);
-        let m = image(&mut layout, name.as_bytes());
+        let m = common::image(&mut layout, name.as_bytes());
         let d = layout.manifest(media_type::OCI_MANIFEST, &m);
         layout.list(d, Some("v1"));
         files.extend(layout.finish());

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use actix_web::{HttpServer, web};
 use chartreg::content::{ContentFile, Registry};
+use chartreg::oci::layout::{ImageManifest, LayoutBuilder};
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -42,6 +43,14 @@ pub fn file_names(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// An OCI image manifest of an empty config and one layer of `layer`, its blobs added to
+/// `layout`.
+pub fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {
+    let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
+    let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", layer.to_vec());
+    ImageManifest::new(config, vec![layer])
 }
 
 /// The committed `assets/` as a registry: the same content the binary embeds.
