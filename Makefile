@@ -1,19 +1,23 @@
 # chartreg: `make run` serves the embedded sample charts, `make test` runs every test.
 CARGO ?= cargo
 LISTEN ?= 0.0.0.0:5000
+# The server (goes into the image) and the build tool (runs on the build machine), side by side.
 BIN := target/release/chartreg
+BUILD_TOOL := target/release/chartreg-build
 
 .PHONY: all assets build run test tools lint clean
 
 all: build
 
 # Pack charts/ into assets/charts (rewrites only what changed; a bad package leaves assets/ as it was).
+# Builds only the build tool: neither the server nor its HTTP and TLS stack is compiled for this.
 assets:
-	$(CARGO) run --quiet --release -- pack charts --out assets --prefix charts
+	$(CARGO) build --quiet --release -p chartreg-build
+	$(BUILD_TOOL) pack charts --out assets --prefix charts
 
-# Pack, then build the release binary with assets/ embedded.
+# Pack, then build the server with assets/ embedded.
 build: assets
-	$(CARGO) build --release
+	$(CARGO) build --release -p chartreg
 
 # Serve the embedded charts on $(LISTEN).
 run: build
@@ -26,12 +30,13 @@ tools:
 # Formatting and lints, warnings as errors.
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 # Every test, against the release binary. Never rewrites assets/: the test that checks it packs
 # charts/ into a temporary folder and compares.
+# Both binaries are built once, by this one cargo run; tests find the other binary beside theirs.
 test: tools lint
-	$(CARGO) test --release
+	$(CARGO) test --release --workspace
 
 clean:
 	$(CARGO) clean

@@ -14,8 +14,8 @@
 //! the 32-bit PC-relative references between code and data: with 2 GiB of blobs among the
 //! ordinary read-only data the x86-64 link fails with "relocation R_X86_64_PC32 out of range".
 //!
-//! Then it loads the content with the library's own loading code (`src/oci` and `src/content`,
-//! compiled here by path) and writes down what it found, `$OUT_DIR/facts.bin`: with it the
+//! Then it loads the content with the same loading code the binary uses (`chartreg-core`, a
+//! build-dependency) and writes down what it found, `$OUT_DIR/facts.bin`: with it the
 //! binary builds its registry at start-up without reading the content's JSON again (see
 //! `content::facts`). Content that cannot be served gets a warning here and empty facts, so the
 //! binary still refuses it at start-up, naming the file.
@@ -33,13 +33,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-// The library's content model, to load the content as the binary would.
-#[allow(dead_code, unused_imports, clippy::enum_variant_names)]
-#[path = "src/content/mod.rs"]
-mod content;
-#[allow(dead_code, unused_imports, clippy::enum_variant_names)]
-#[path = "src/oci/mod.rs"]
-mod oci;
+use chartreg_core::content;
 
 const DEFAULT_LINK_THRESHOLD: u64 = 1024 * 1024;
 
@@ -50,10 +44,6 @@ fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
     let chosen = env::var_os("CHARTREG_ASSETS");
     let folder = manifest_dir.join(chosen.as_deref().unwrap_or("assets".as_ref()));
-    if chosen.is_none() && !folder.exists() {
-        // A checkout without packed content: build an empty registry so `pack` can run.
-        fs::create_dir_all(&folder).expect("the assets folder can be created");
-    }
     if !folder.is_dir() {
         panic!(
             "the assets folder {} does not exist; run `make assets` (or point CHARTREG_ASSETS at a folder)",

@@ -13,9 +13,10 @@
 
 use actix_web::test::{self, TestRequest};
 use actix_web::web;
-use chartreg::content::{ContentFile, Registry};
-use chartreg::oci::layout::{ImageManifest, LayoutBuilder};
-use chartreg::oci::media_type;
+use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::oci::layout::ImageManifest;
+use chartreg_core::oci::media_type;
+use chartreg_core::tree::LayoutBuilder;
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -41,7 +42,7 @@ fn registry(tags: usize, repositories: usize) -> Registry {
         );
         layout.list(d, Some(&format!("1.0.{i}")));
     }
-    files.extend(layout.finish());
+    files.extend(layout.into_files().unwrap());
     for r in 0..repositories {
         let mut layout = LayoutBuilder::new(&format!("bench/r{r:05}"));
         let config = layout.blob(
@@ -53,7 +54,7 @@ fn registry(tags: usize, repositories: usize) -> Registry {
             &ImageManifest::new(config, vec![]),
         );
         layout.list(d, Some("1.0.0"));
-        files.extend(layout.finish());
+        files.extend(layout.into_files().unwrap());
     }
     Registry::from_files(files.into_iter().map(|(p, b)| ContentFile::new(p, b)))
         .expect("valid content")

@@ -1,4 +1,5 @@
-//! The command line: `chartreg [serve]`, `chartreg pack`, `chartreg ls`.
+//! The command line: `chartreg [serve]`, `chartreg ls`. (Content is made by the other
+//! binary, `chartreg-build`.)
 //!
 //! `main` parses arguments (every flag also reads a `CHARTREG_*` variable), sets up logging, and
 //! runs one command. Content reaches it as a function returning files, so only the binary
@@ -13,10 +14,10 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
-use crate::content::{Checked, Content, Registry};
+use crate::http;
 use crate::serve::{self, ServeOptions};
 use crate::tls::TlsFiles;
-use crate::{http, pack};
+use chartreg_core::content::{Checked, Content, Registry};
 
 /// A read-only OCI registry serving the Helm charts built into it.
 #[derive(Debug, Parser)]
@@ -28,12 +29,12 @@ pub struct Cli {
     pub serve: ServeArgs,
 }
 
+// Parsed once per process: the size of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the embedded content over the OCI distribution API (the default command).
     Serve(ServeArgs),
-    /// Turn Helm chart packages into OCI image layouts, one per chart.
-    Pack(PackArgs),
     /// List what the binary holds: repository, tag, digest, size.
     Ls(LsArgs),
 }
@@ -130,20 +131,6 @@ impl ServeArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct PackArgs {
-    /// Chart packages (`.tgz`) or folders holding them; a `.tgz.prov` beside a package is
-    /// added as its provenance.
-    #[arg(default_value = "charts")]
-    pub inputs: Vec<PathBuf>,
-    /// Folder to write into; `<out>/<prefix>` is replaced as a whole.
-    #[arg(long, env = "CHARTREG_PACK_OUT", default_value = "assets")]
-    pub out: PathBuf,
-    /// Repository path prefix: charts are served as `<prefix>/<chart name>`.
-    #[arg(long, env = "CHARTREG_PACK_PREFIX", default_value = "charts")]
-    pub prefix: String,
-}
-
-#[derive(Debug, Clone, Args)]
 pub struct LsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -166,13 +153,12 @@ pub fn main(
     let format = match &cli.command {
         Some(Command::Serve(args)) => args.log_format,
         None => cli.serve.log_format,
-        _ => LogFormat::Text,
+        Some(Command::Ls(_)) => LogFormat::Text,
     };
     crate::logging::init(format);
     let result = match cli.command {
         None => serve(&cli.serve, content),
         Some(Command::Serve(args)) => serve(&args, content),
-        Some(Command::Pack(args)) => run_pack(&args),
         Some(Command::Ls(args)) => ls(&args, content),
     };
     crate::logging::finish();
@@ -194,22 +180,6 @@ fn serve(args: &ServeArgs, content: impl FnOnce() -> Content) -> Result<(), Stri
     let started = Instant::now();
     let (registry, checked) = load(content)?;
     serve::run(registry, checked, &args.options(), started)
-}
-
-fn run_pack(args: &PackArgs) -> Result<(), String> {
-    let report = pack::pack(&args.inputs, &args.out, &args.prefix).map_err(|e| e.to_string())?;
-    let target = args.out.join(&args.prefix);
-    let what = match report.outcome {
-        pack::Outcome::Written => "wrote",
-        pack::Outcome::Unchanged => "unchanged:",
-    };
-    println!(
-        "{what} {} ({} charts, {} versions)",
-        target.display(),
-        report.charts,
-        report.versions
-    );
-    Ok(())
 }
 
 /// One line of `chartreg ls`.

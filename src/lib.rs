@@ -1,21 +1,21 @@
 //! chartreg: a read-only OCI registry for Helm charts (and other OCI content), built like a
 //! static site.
 //!
-//! - [`pack`] turns Helm chart packages into OCI image layouts (the build's input).
-//! - [`content`] builds an immutable in-memory [`content::Registry`] from any set of
-//!   (path, bytes) pairs holding such layouts; the binary feeds it what it embedded.
-//! - [`http`] answers the OCI distribution read API from a registry.
-//! - [`oci`] holds the grammar and document types all of them share.
+//! This crate is the server: it embeds content and serves it. The content model and OCI
+//! vocabulary come from `chartreg-core` (its `content::Registry` is built from what the binary
+//! embedded); content is made by the build tool, `chartreg-build`, which this crate does not
+//! depend on.
 //!
-//! Dependencies point one way: `http` -> `content` -> `oci`, `pack` -> `oci`.
+//! - [`http`] answers the OCI distribution read API from a registry.
+//! - [`serve`] runs the HTTP server (with [`tls`], [`metrics`] and [`logging`]).
+//! - [`cli`] is the command line: `serve` and `ls`.
+//!
+//! Dependencies point one way: `cli` -> `serve` -> `http` -> `chartreg_core`.
 #![forbid(unsafe_code)]
 
 pub mod cli;
-pub mod content;
 pub mod http;
 pub mod logging;
 pub mod metrics;
-pub mod oci;
-pub mod pack;
 pub mod serve;
 pub mod tls;

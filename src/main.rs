@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use chartreg::content::{Content, ContentFile};
+use chartreg_core::content::{Content, ContentFile};
 use rust_embed::RustEmbed;
 
 #[derive(RustEmbed)]
@@ -45,7 +45,7 @@ static FACTS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/facts.bin"));
 /// the cost with tens of thousands of files: every CPU shares that work.
 fn embedded() -> Vec<ContentFile> {
     let names: Vec<Cow<'static, str>> = Assets::iter().collect();
-    let mut files: Vec<ContentFile> = chartreg::content::in_parallel(&names, 1024, |chunk| {
+    let mut files: Vec<ContentFile> = chartreg_core::content::in_parallel(&names, 1024, |chunk| {
         chunk.iter().cloned().filter_map(small).collect::<Vec<_>>()
     })
     .into_iter()

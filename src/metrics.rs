@@ -14,7 +14,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::content::Summary;
+use chartreg_core::content::Summary;
 
 /// The registry endpoints, by the names their resources are registered under.
 pub const ROUTES: [&str; 7] = [

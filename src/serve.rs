@@ -18,10 +18,10 @@ use actix_web::dev::ServerHandle;
 use actix_web::http::KeepAlive;
 use actix_web::{App, HttpServer, web};
 
-use crate::content::{Checked, Registry};
 use crate::http::{self, Ops};
 use crate::metrics::{BuildInfo, Metrics};
 use crate::tls::{self, Reloading, TlsFiles};
+use chartreg_core::content::{Checked, Registry};
 
 /// Everything `serve` can be told.
 #[derive(Debug, Clone)]

@@ -12,9 +12,10 @@ use actix_web::http::{Method, StatusCode, header};
 use actix_web::test::{self, TestRequest};
 use actix_web::web;
 use bytes::Bytes;
-use chartreg::content::{ContentFile, Registry};
-use chartreg::oci::layout::{Annotations, Descriptor, ImageManifest, LayoutBuilder};
-use chartreg::oci::media_type;
+use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::oci::layout::{Annotations, Descriptor, ImageManifest};
+use chartreg_core::oci::media_type;
+use chartreg_core::tree::LayoutBuilder;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -91,7 +92,7 @@ fn tagged(repository: &str, tag: &str) -> Descriptor {
             .join("index.json"),
     )
     .unwrap();
-    let index: chartreg::oci::layout::ImageIndex = serde_json::from_slice(&index).unwrap();
+    let index: chartreg_core::oci::layout::ImageIndex = serde_json::from_slice(&index).unwrap();
     index
         .manifests
         .into_iter()
@@ -322,7 +323,8 @@ fn ranges_registry() -> (Registry, String, Vec<u8>) {
     let d = layout.manifest(media_type::OCI_MANIFEST, &manifest);
     layout.list(d, Some("v1"));
     let files = layout
-        .finish()
+        .into_files()
+        .unwrap()
         .into_iter()
         .map(|(p, b)| ContentFile::new(p, b));
     (
@@ -492,7 +494,8 @@ fn referrers_registry() -> (Registry, Descriptor, Vec<Descriptor>) {
     }
     referrers.sort_by(|a, b| a.digest.cmp(&b.digest));
     let files = layout
-        .finish()
+        .into_files()
+        .unwrap()
         .into_iter()
         .map(|(p, b)| ContentFile::new(p, b));
     (Registry::from_files(files).unwrap(), subject, referrers)
@@ -714,7 +717,8 @@ fn large_blobs_stream_intact_over_a_socket() {
     let d = layout.manifest(media_type::OCI_MANIFEST, &manifest);
     layout.list(d, Some("v1"));
     let files = layout
-        .finish()
+        .into_files()
+        .unwrap()
         .into_iter()
         .map(|(p, b)| ContentFile::new(p, b));
     let server = common::InProcess::start(Registry::from_files(files).unwrap());

@@ -1,4 +1,5 @@
-//! The binary's commands and flags: `ls`, `serve` options and start-up failures, help.
+//! The binary's commands and flags: `ls`, `serve` options and start-up failures, help; and the
+//! two binaries together: what `chartreg-build pack` writes is what `chartreg ls` lists.
 
 mod common;
 
@@ -16,6 +17,40 @@ fn chartreg(args: &[&str]) -> std::process::Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn the_server_lists_what_the_build_tool_packs() {
+    let out = tempfile::tempdir().unwrap();
+    let charts = common::root().join("charts");
+    let packed = Command::new(common::chartreg_build_bin())
+        .arg("pack")
+        .arg(&charts)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .expect("chartreg-build runs");
+    assert!(packed.status.success(), "{}", text(&packed.stderr));
+    let registry = chartreg_core::content::Registry::from_files(common::files_in(out.path()))
+        .expect("packed content loads");
+    let mut expected = Vec::new();
+    for repo in registry.repositories() {
+        for tag in repo.tags() {
+            let digest = repo.tag_digest(tag).unwrap();
+            expected.push(format!("{} {tag} {digest}", repo.name()));
+        }
+    }
+    let listed = chartreg(&["ls", "--json"]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    let got: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {} {}", r["repository"], r["tag"], r["digest"]).replace('"', ""))
+        .collect();
+    assert_eq!(
+        got, expected,
+        "the embedded content is what packing charts/ gives"
+    );
 }
 
 #[test]
@@ -196,14 +231,17 @@ fn help_names_every_command_and_flag() {
     let out = chartreg(&["--help"]);
     assert!(out.status.success());
     let help = text(&out.stdout);
-    for word in ["serve", "pack", "ls", "--listen", "CHARTREG_LISTEN"] {
+    for word in ["serve", "ls", "--listen", "CHARTREG_LISTEN"] {
         assert!(help.contains(word), "{word} in {help}");
     }
-    let out = chartreg(&["pack", "--help"]);
-    let help = text(&out.stdout);
-    for word in ["--out", "--prefix", "[INPUTS]"] {
-        assert!(help.contains(word), "{word} in {help}");
-    }
+    // Content is made by chartreg-build: the server has no `pack` (one place per command).
+    assert!(!help.contains("pack"), "{help}");
+    let out = chartreg(&["pack", "charts"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "`pack` is not a command of the server"
+    );
     let out = chartreg(&["--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
 }

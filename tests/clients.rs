@@ -381,7 +381,7 @@ async fn oci_client_pulls_generated_content_in_process() {
         &[(LAYER, &layer_bytes), (LAYER, &small_layer)],
     );
     let registry =
-        chartreg::content::Registry::from_files(layout.files).expect("generated layout loads");
+        chartreg_core::content::Registry::from_files(layout.files).expect("generated layout loads");
     let server = InProcess::start(registry);
     let client = client();
     let image = reference(&format!("{}/generated/big:v1", server.host()));

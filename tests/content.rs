@@ -3,11 +3,10 @@
 
 mod common;
 
-use chartreg::content::{ContentFile, LoadError, Problem, Registry};
-use chartreg::oci::layout::{
-    Annotations, Descriptor, Files, ImageIndex, ImageManifest, LayoutBuilder,
-};
-use chartreg::oci::{Digest, Reference, media_type};
+use chartreg_core::content::{ContentFile, LoadError, Problem, Registry};
+use chartreg_core::oci::layout::{Annotations, Descriptor, ImageIndex, ImageManifest};
+use chartreg_core::oci::{Digest, Reference, media_type};
+use chartreg_core::tree::{Files, LayoutBuilder};
 
 /// A valid layout `test/app` with tag `v1`, and the manifest's descriptor.
 fn valid() -> (Files, Descriptor, ImageManifest) {
@@ -15,7 +14,7 @@ fn valid() -> (Files, Descriptor, ImageManifest) {
     let m = common::image(&mut layout, b"layer bytes");
     let d = layout.manifest(media_type::OCI_MANIFEST, &m);
     layout.list(d.clone(), Some("v1"));
-    (layout.finish(), d, m)
+    (layout.into_files().unwrap(), d, m)
 }
 
 fn load(files: Files) -> Result<Registry, LoadError> {
@@ -153,7 +152,7 @@ fn wrong_size_is_refused() {
     layout.list(d, Some("v1"));
     let path = blob_path(&m.layers[0]);
     assert!(matches!(
-        refused(layout.finish(), &path),
+        refused(layout.into_files().unwrap(), &path),
         Problem::Size { .. }
     ));
 }
@@ -165,7 +164,7 @@ fn manifest_media_type_must_agree_with_its_descriptor() {
     let d = layout.manifest(media_type::DOCKER_MANIFEST, &m);
     layout.list(d.clone(), Some("v1"));
     assert!(matches!(
-        refused(layout.finish(), &blob_path(&d)),
+        refused(layout.into_files().unwrap(), &blob_path(&d)),
         Problem::MediaTypeMismatch { .. }
     ));
 }
@@ -178,7 +177,7 @@ fn media_types_must_be_safe_to_send() {
     d.media_type = "application/vnd.oci.image.manifest.v1+json\r\nX-Evil: 1".into();
     layout.list(d.clone(), Some("v1"));
     assert!(matches!(
-        refused(layout.finish(), &blob_path(&d)),
+        refused(layout.into_files().unwrap(), &blob_path(&d)),
         Problem::MediaType(_)
     ));
 }
@@ -189,7 +188,7 @@ fn non_manifest_in_index_is_refused() {
     let d = layout.blob("application/octet-stream", b"{}".to_vec());
     layout.list(d.clone(), Some("v1"));
     assert!(matches!(
-        refused(layout.finish(), &blob_path(&d)),
+        refused(layout.into_files().unwrap(), &blob_path(&d)),
         Problem::NotManifest(_)
     ));
 }
@@ -200,7 +199,7 @@ fn unparsable_manifest_is_refused() {
     let d = layout.blob(media_type::OCI_MANIFEST, b"{\"schemaVersion\":2}".to_vec());
     layout.list(d.clone(), Some("v1"));
     assert!(matches!(
-        refused(layout.finish(), &blob_path(&d)),
+        refused(layout.into_files().unwrap(), &blob_path(&d)),
         Problem::Manifest { .. }
     ));
 }
@@ -213,7 +212,7 @@ fn old_schema_version_is_refused() {
     let d = layout.manifest(media_type::OCI_MANIFEST, &m);
     layout.list(d.clone(), Some("v1"));
     assert!(matches!(
-        refused(layout.finish(), &blob_path(&d)),
+        refused(layout.into_files().unwrap(), &blob_path(&d)),
         Problem::SchemaVersion(_)
     ));
 }
@@ -225,7 +224,7 @@ fn invalid_and_duplicate_tags_are_refused() {
     let d = layout.manifest(media_type::OCI_MANIFEST, &m);
     layout.list(d, Some("not a tag"));
     assert!(matches!(
-        refused(layout.finish(), "test/app/index.json"),
+        refused(layout.into_files().unwrap(), "test/app/index.json"),
         Problem::Tag(_)
     ));
 
@@ -238,7 +237,7 @@ fn invalid_and_duplicate_tags_are_refused() {
     layout.list(a, Some("v1"));
     layout.list(b, Some("v1"));
     assert!(matches!(
-        refused(layout.finish(), "test/app/index.json"),
+        refused(layout.into_files().unwrap(), "test/app/index.json"),
         Problem::DuplicateTag { .. }
     ));
 }
@@ -330,7 +329,7 @@ fn nested_indexes_serve_every_child_by_digest() {
     };
     let top = layout.manifest(media_type::OCI_INDEX, &index);
     layout.list(top.clone(), Some("latest"));
-    let registry = load(layout.finish()).unwrap();
+    let registry = load(layout.into_files().unwrap()).unwrap();
     let repo = registry.repository(&"test/multi".parse().unwrap()).unwrap();
     assert_eq!(
         repo.manifest(&Reference::Tag("latest".parse().unwrap()))
@@ -379,8 +378,8 @@ fn nested_layouts_are_separate_repositories() {
     let m = common::image(&mut inner, b"inner layer");
     let d = inner.manifest(media_type::OCI_MANIFEST, &m);
     inner.list(d, Some("v2"));
-    let mut files: Vec<(String, Vec<u8>)> = outer.finish().into_iter().collect();
-    files.extend(inner.finish());
+    let mut files: Vec<(String, Vec<u8>)> = outer.into_files().unwrap().into_iter().collect();
+    files.extend(inner.into_files().unwrap());
     for order in [false, true] {
         if order {
             files.reverse();
@@ -418,7 +417,7 @@ fn a_manifest_also_referenced_as_a_blob_is_counted_once() {
     );
     layout.list(d1, Some("v1"));
     layout.list(d2, Some("v2"));
-    let files = layout.finish();
+    let files = layout.into_files().unwrap();
     let distinct: u64 = files
         .iter()
         .filter(|(p, _)| p.contains("/blobs/"))
@@ -448,7 +447,7 @@ fn two_large_layouts(versions: usize) -> (Files, Vec<ImageManifest>) {
                 first.push(m);
             }
         }
-        files.extend(layout.finish());
+        files.extend(layout.into_files().unwrap());
     }
     (files, first)
 }

@@ -19,8 +19,9 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use chartreg::oci::layout::{Files, ImageManifest, LayoutBuilder};
-use chartreg::oci::media_type;
+use chartreg_core::oci::layout::ImageManifest;
+use chartreg_core::oci::media_type;
+use chartreg_core::tree::{Files, LayoutBuilder};
 
 fn layout(name: &str, payload: &[u8]) -> Files {
     let mut layout = LayoutBuilder::new(name);
@@ -29,7 +30,7 @@ fn layout(name: &str, payload: &[u8]) -> Files {
     let manifest = ImageManifest::new(config, vec![layer]);
     let d = layout.manifest(media_type::OCI_MANIFEST, &manifest);
     layout.list(d, Some("v1"));
-    layout.finish()
+    layout.into_files().unwrap()
 }
 
 fn write(dir: &Path, files: &Files) {

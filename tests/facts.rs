@@ -6,9 +6,10 @@
 mod common;
 
 use bytes::Bytes;
-use chartreg::content::{Checked, Content, ContentFile, Registry};
-use chartreg::oci::layout::{Annotations, Files, ImageIndex, LayoutBuilder};
-use chartreg::oci::{Reference, media_type};
+use chartreg_core::content::{Checked, Content, ContentFile, Registry};
+use chartreg_core::oci::layout::{Annotations, ImageIndex};
+use chartreg_core::oci::{Reference, media_type};
+use chartreg_core::tree::{Files, LayoutBuilder};
 use sha2::{Digest as _, Sha256};
 
 /// Files with their sha256, as the binary has them.
@@ -54,7 +55,7 @@ fn varied() -> Files {
         let untagged = layout.manifest(media_type::OCI_MANIFEST, &untagged);
         layout.list(untagged, None);
         layout.blob("text/plain", b"referenced by nothing".to_vec());
-        files.extend(layout.finish());
+        files.extend(layout.into_files().unwrap());
     }
     let index = files.get_mut("test/copy/index.json").unwrap();
     let text = String::from_utf8(index.clone()).unwrap();
@@ -207,7 +208,7 @@ fn content_facts_cannot_describe_is_checked_at_start_up() {
     referrer.subject = Some(subject);
     let referrer = layout.manifest(media_type::OCI_MANIFEST, &referrer);
     layout.list(referrer, None);
-    let files = hashed(layout.finish());
+    let files = hashed(layout.into_files().unwrap());
     let registry = Registry::from_files(files.clone()).unwrap();
     assert!(
         registry.facts(&files).is_none(),
@@ -263,7 +264,7 @@ fn large_content_is_read_in_parallel_to_the_same_registry() {
         let d = layout.manifest(media_type::OCI_MANIFEST, &m);
         layout.list(d, Some(&format!("1.0.{v}")));
     }
-    let files = hashed(layout.finish());
+    let files = hashed(layout.into_files().unwrap());
     let loaded = Registry::from_files(files.clone()).unwrap();
     let facts = facts_of(&files);
     let built = Registry::from_facts(&facts, &files).unwrap();
@@ -292,7 +293,7 @@ fn facts_whose_repositories_are_out_of_order_are_refused() {
         let m = common::image(&mut layout, name.as_bytes());
         let d = layout.manifest(media_type::OCI_MANIFEST, &m);
         layout.list(d, Some("v1"));
-        files.extend(layout.finish());
+        files.extend(layout.into_files().unwrap());
     }
     let files = hashed(files);
     let facts = facts_of(&files);

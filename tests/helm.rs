@@ -409,7 +409,7 @@ fn helm_pull_verify_refuses_a_swapped_chart(#[values("helm3", "helm4")] helm: &'
         ],
     );
     let registry =
-        chartreg::content::Registry::from_files(layout.files).expect("swapped layout loads");
+        chartreg_core::content::Registry::from_files(layout.files).expect("swapped layout loads");
     let server = common::InProcess::start(registry);
 
     let out_dir = tempfile::tempdir().expect("temp dir");

@@ -7,8 +7,8 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::content;
-use crate::oci::{DigestError, NameError, ReferenceError};
+use chartreg_core::content;
+use chartreg_core::oci::{DigestError, NameError, ReferenceError};
 
 /// Error codes of the OCI distribution spec, plus `PAGINATION_NUMBER_INVALID` and
 /// `RANGE_INVALID` from CNCF distribution and chartreg's own
@@ -48,7 +48,7 @@ pub enum ApiError {
     DigestInvalid(#[from] DigestError),
     /// A tag that cannot exist is an unknown manifest (the conformance suite expects 404).
     #[error("manifest unknown: {0}")]
-    TagInvalid(crate::oci::TagError),
+    TagInvalid(chartreg_core::oci::TagError),
     #[error("invalid pagination: {0}")]
     Pagination(String),
     #[error("range not satisfiable for a blob of {size} bytes")]

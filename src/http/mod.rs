@@ -40,10 +40,10 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::{App, HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 
-use crate::content::{Listing, Registry};
 use crate::metrics::{BuildInfo, Metrics};
-use crate::oci::layout::{Annotations, Descriptor};
-use crate::oci::{Digest, Reference, RepositoryName, media_type};
+use chartreg_core::content::{Listing, Registry};
+use chartreg_core::oci::layout::{Annotations, Descriptor};
+use chartreg_core::oci::{Digest, Reference, RepositoryName, media_type};
 
 pub use error::{ALLOWED_METHODS, ApiError, ErrorCode};
 pub use observe::OPERATIONS_PATHS;
@@ -405,7 +405,7 @@ fn blob(
 
 fn with_blob_headers(
     builder: &mut actix_web::HttpResponseBuilder,
-    blob: &crate::content::Blob,
+    blob: &chartreg_core::content::Blob,
 ) -> Result<(), ApiError> {
     builder
         .insert_header((

@@ -13,8 +13,9 @@ use std::thread;
 use std::time::Duration;
 
 use actix_web::{HttpServer, web};
-use chartreg::content::{ContentFile, Registry};
-use chartreg::oci::layout::{ImageManifest, LayoutBuilder};
+use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::oci::layout::ImageManifest;
+use chartreg_core::tree::LayoutBuilder;
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -23,7 +24,7 @@ pub fn root() -> PathBuf {
 
 /// The files under `dir`, as the binary would embed them.
 pub fn files_in(dir: &Path) -> Vec<ContentFile> {
-    chartreg::pack::read_tree(dir, dir)
+    chartreg_core::tree::read_dir(dir, dir)
         .expect("content folder is readable")
         .into_iter()
         .map(|(path, data)| ContentFile::new(path, data))
@@ -61,6 +62,20 @@ pub fn assets_registry() -> Registry {
 /// The chartreg binary cargo built for these tests (the release binary under `make test`).
 pub fn chartreg_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_chartreg"))
+}
+
+/// The build tool's binary, `chartreg-build`, from the same build as [`chartreg_bin`] (`env!`
+/// names only this package's own binaries; `cargo test --workspace`, which `make test` runs,
+/// builds both). Never built from here: a missing binary fails the test, saying how to build it.
+pub fn chartreg_build_bin() -> PathBuf {
+    let bin =
+        chartreg_bin().with_file_name(format!("chartreg-build{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: build both binaries (`cargo test --workspace`, as `make test` does)",
+        bin.display()
+    );
+    bin
 }
 
 /// `chartreg serve` as a child process on 127.0.0.1 with a port the OS picked; killed on drop,
@@ -228,7 +243,7 @@ pub fn tool(name: &str) -> Option<PathBuf> {
 
 /// sha256 of bytes, as `sha256:<hex>`.
 pub fn sha256(data: &[u8]) -> String {
-    chartreg::oci::Digest::sha256_of(data).to_string()
+    chartreg_core::oci::Digest::sha256_of(data).to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -238,7 +253,7 @@ pub fn sha256(data: &[u8]) -> String {
 /// The manifest digest that `index.json` of the committed layout `assets/<repo>` tags `tag`
 /// with: what chartreg must serve for `<repo>:<tag>`.
 pub fn assets_tag_digest(repo: &str, tag: &str) -> String {
-    use chartreg::oci::layout::{ImageIndex, REF_NAME};
+    use chartreg_core::oci::layout::{ImageIndex, REF_NAME};
     let path = root().join("assets").join(repo).join("index.json");
     let data = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     let index: ImageIndex =
@@ -509,8 +524,8 @@ pub fn generated_layout(
     config: (&str, &[u8]),
     layers: &[(&str, &[u8])],
 ) -> GeneratedLayout {
-    use chartreg::oci::Digest;
-    use chartreg::oci::layout::{
+    use chartreg_core::oci::Digest;
+    use chartreg_core::oci::layout::{
         Annotations, Descriptor, ImageIndex, ImageManifest, OciLayout, REF_NAME, blob_path,
     };
     let mut files = Vec::new();

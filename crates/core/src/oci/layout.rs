@@ -1,15 +1,16 @@
 //! Serde types for the documents of an OCI image layout: `oci-layout`, `index.json`, image
 //! manifests, image indexes and their descriptors.
 //!
-//! `pack` writes these and `content` reads them. Annotations are `BTreeMap`s so that written
-//! JSON is byte-for-byte deterministic; fields are declared in the order the OCI image spec (and
-//! Go's encoder) writes them. Unknown fields are ignored when reading.
+//! The build tool writes these (through `tree::LayoutBuilder`) and `content` reads them.
+//! Annotations are `BTreeMap`s so that written JSON is byte-for-byte deterministic; fields are
+//! declared in the order the OCI image spec (and Go's encoder) writes them. Unknown fields are
+//! ignored when reading.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Digest, gojson, media_type};
+use super::{Digest, media_type};
 
 /// The annotation that carries a tag in `index.json`.
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -109,73 +110,6 @@ pub struct ImageIndex {
 /// The path of a blob inside a layout: `blobs/<algorithm>/<encoded>`.
 pub fn blob_path(digest: &Digest) -> String {
     format!("blobs/{}/{}", digest.algorithm(), digest.encoded())
-}
-
-/// Paths (relative to the content root) and bytes of one or more layouts.
-pub type Files = BTreeMap<String, Vec<u8>>;
-
-/// Writes an OCI image layout in memory: blobs under `blobs/sha256/`, manifests listed (and
-/// tagged) in `index.json`, all JSON as Go writes it. `pack` lays out charts with it; tests
-/// build arbitrary content with it.
-#[derive(Debug)]
-pub struct LayoutBuilder {
-    root: String,
-    files: Files,
-    index: ImageIndex,
-}
-
-impl LayoutBuilder {
-    /// A layout in the folder `root` (the repository name it will be served as).
-    pub fn new(root: &str) -> Self {
-        LayoutBuilder {
-            root: root.to_owned(),
-            files: Files::new(),
-            index: ImageIndex {
-                schema_version: 2,
-                media_type: Some(media_type::OCI_INDEX.to_owned()),
-                artifact_type: None,
-                manifests: Vec::new(),
-                subject: None,
-                annotations: Annotations::new(),
-            },
-        }
-    }
-
-    /// Stores a blob; returns its descriptor.
-    pub fn blob(&mut self, media_type: &str, data: Vec<u8>) -> Descriptor {
-        let descriptor = Descriptor::new(media_type, Digest::sha256_of(&data), data.len() as u64);
-        let path = format!("{}/{}", self.root, blob_path(&descriptor.digest));
-        self.files.insert(path, data);
-        descriptor
-    }
-
-    /// Stores a manifest (or index) document as a blob; returns its descriptor.
-    pub fn manifest<T: Serialize>(&mut self, media_type: &str, document: &T) -> Descriptor {
-        self.blob(media_type, gojson::to_vec(document))
-    }
-
-    /// Lists a manifest in `index.json`, tagged when `tag` is given.
-    pub fn list(&mut self, mut descriptor: Descriptor, tag: Option<&str>) {
-        if let Some(tag) = tag {
-            descriptor
-                .annotations
-                .insert(REF_NAME.to_owned(), tag.to_owned());
-        }
-        self.index.manifests.push(descriptor);
-    }
-
-    /// The layout's files: blobs, `oci-layout` and `index.json`.
-    pub fn finish(mut self) -> Files {
-        let marker = OciLayout {
-            image_layout_version: LAYOUT_VERSION.to_owned(),
-        };
-        let root = &self.root;
-        self.files
-            .insert(format!("{root}/{OCI_LAYOUT_FILE}"), gojson::to_vec(&marker));
-        self.files
-            .insert(format!("{root}/{INDEX_FILE}"), gojson::to_vec(&self.index));
-        self.files
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use serde_yaml_ng::{Mapping, Value};
 
 use super::Problem;
 use super::metadata::Metadata;
-use crate::oci::Tag;
+use chartreg_core::oci::Tag;
 
 /// Helm refuses to load charts that decompress to more than this; so does `pack`.
 pub const MAX_DECOMPRESSED: u64 = 100 * 1024 * 1024;

@@ -2,8 +2,8 @@
 //! digests (parsed once at the edge into validated types), the media types chartreg knows, and
 //! the serde types of the OCI image layout, manifest and index documents.
 //!
-//! Nothing here knows about HTTP or about where bytes come from; `content`, `pack` and `http`
-//! all build on it.
+//! Nothing here knows about HTTP or about where bytes come from; `content`, `tree`, the build
+//! tool and the server's `http` all build on it.
 
 mod digest;
 pub mod gojson;

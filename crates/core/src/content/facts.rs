@@ -1,5 +1,5 @@
 //! Build-time facts: what loading found the embedded content to be, written down by build.rs
-//! (which compiles this module and `load` by path and loads the content itself), so that
+//! (which loads the content itself with this crate, a build-dependency), so that
 //! start-up builds the registry without reading any JSON or checking anything twice.
 //!
 //! Facts name bodies, they never copy them: each manifest and blob body is one of the input

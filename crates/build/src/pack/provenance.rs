@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::Problem;
-use crate::oci::Digest;
+use chartreg_core::oci::Digest;
 
 const BEGIN: &str = "-----BEGIN PGP SIGNED MESSAGE-----";
 const SIGNATURE: &str = "-----BEGIN PGP SIGNATURE-----";

@@ -1,8 +1,6 @@
-//! `chartreg pack` through the real binary: the committed assets are exactly what packing
+//! `chartreg-build pack` through the real binary: the committed assets are exactly what packing
 //! `charts/` gives, output is deterministic, and every kind of bad package is refused with a
 //! message naming the file, a non-zero exit, and the output folder left as it was.
-
-mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -10,17 +8,35 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use chartreg::pack::read_tree;
+use chartreg_core::content::ContentFile;
+use chartreg_core::tree::read_dir as read_tree;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use rstest::rstest;
 
-fn pack(args: &[&str]) -> Output {
-    Command::new(common::chartreg_bin())
-        .arg("pack")
+/// The repository root (this crate lives in `crates/build`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The files under `dir`, as the server binary would embed them.
+fn files_in(dir: &Path) -> Vec<ContentFile> {
+    read_tree(dir, dir)
+        .expect("content folder is readable")
+        .into_iter()
+        .map(|(path, data)| ContentFile::new(path, data))
+        .collect()
+}
+
+fn chartreg_build(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chartreg-build"))
         .args(args)
         .output()
-        .expect("chartreg runs")
+        .expect("chartreg-build runs")
+}
+
+fn pack(args: &[&str]) -> Output {
+    chartreg_build(&[&["pack"], args].concat())
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -73,7 +89,7 @@ impl Scene {
         let input = dir.path().join("charts");
         let out = dir.path().join("assets");
         fs::create_dir_all(&input).unwrap();
-        copy_dir(&common::root().join("assets"), &out);
+        copy_dir(&root().join("assets"), &out);
         Scene {
             _dir: dir,
             input,
@@ -111,14 +127,14 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn committed_assets_are_what_charts_pack_into() {
     let out = tempfile::tempdir().unwrap();
-    let charts = common::root().join("charts");
+    let charts = root().join("charts");
     let result = pack(&[
         charts.to_str().unwrap(),
         "--out",
         out.path().to_str().unwrap(),
     ]);
     assert!(result.status.success(), "{}", text(&result.stderr));
-    let assets = common::root().join("assets");
+    let assets = root().join("assets");
     let expected = read_tree(&assets, &assets).unwrap();
     let packed = read_tree(out.path(), out.path()).unwrap();
     let names = |t: &BTreeMap<String, Vec<u8>>| t.keys().cloned().collect::<Vec<_>>();
@@ -137,7 +153,7 @@ fn committed_assets_are_what_charts_pack_into() {
 
 #[test]
 fn packing_is_deterministic_and_idempotent() {
-    let charts = common::root().join("charts");
+    let charts = root().join("charts");
     let a = tempfile::tempdir().unwrap();
     let b = tempfile::tempdir().unwrap();
     for out in [&a, &b] {
@@ -219,7 +235,7 @@ fn created_comes_from_the_package_and_helm_annotations_are_set() {
     scene.add("annotated.tgz", &chart(yaml));
     let r = scene.pack();
     assert!(r.status.success(), "{}", text(&r.stderr));
-    let registry = chartreg::content::Registry::from_files(common::files_in(&scene.out)).unwrap();
+    let registry = chartreg_core::content::Registry::from_files(files_in(&scene.out)).unwrap();
     let repo = registry
         .repository(&"charts/annotated".parse().unwrap())
         .unwrap();
@@ -268,7 +284,7 @@ fn helm_v1_charts_and_yaml_scalars_follow_helm() {
     scene.add("old-0.1.0.tgz", &package);
     let r = scene.pack();
     assert!(r.status.success(), "{}", text(&r.stderr));
-    let registry = chartreg::content::Registry::from_files(common::files_in(&scene.out)).unwrap();
+    let registry = chartreg_core::content::Registry::from_files(files_in(&scene.out)).unwrap();
     let repo = registry.repository(&"charts/old".parse().unwrap()).unwrap();
     let manifest = repo.manifest(&"0.1.0".parse().unwrap()).unwrap();
     let m: serde_json::Value = serde_json::from_slice(&manifest.data).unwrap();
@@ -364,7 +380,7 @@ fn different_packages_with_the_same_version_conflict() {
 
 #[test]
 fn provenance_must_match_its_package() {
-    let charts = common::root().join("charts");
+    let charts = root().join("charts");
     let prov = fs::read(charts.join("motd-1.0.0.tgz.prov")).unwrap();
     let motd = fs::read(charts.join("motd-1.0.0.tgz")).unwrap();
 
@@ -449,4 +465,21 @@ fn missing_or_empty_inputs_are_errors() {
         "{}",
         text(&r.stderr)
     );
+}
+
+#[test]
+fn help_names_the_command_and_its_flags() {
+    let out = chartreg_build(&["--help"]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("pack"), "{}", text(&out.stdout));
+    let out = chartreg_build(&["pack", "--help"]);
+    let help = text(&out.stdout);
+    for word in ["--out", "--prefix", "[INPUTS]", "CHARTREG_PACK_OUT"] {
+        assert!(help.contains(word), "{word} in {help}");
+    }
+    let out = chartreg_build(&["--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+    // Content is made here only: the server has no `pack`.
+    let out = chartreg_build(&[]);
+    assert_eq!(out.status.code(), Some(2), "a command is required");
 }

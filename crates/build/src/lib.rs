@@ -1,0 +1,12 @@
+//! chartreg-build: makes the content that the chartreg server embeds. It runs on the build
+//! machine, never in the cluster, and never embeds anything itself.
+//!
+//! - [`pack`] turns inputs (today Helm chart packages) into OCI image layouts under `assets/`.
+//! - [`cli`] is the command line, `chartreg-build pack ...`.
+//!
+//! Everything it shares with the server (OCI vocabulary, layout writing) comes from
+//! `chartreg-core`; the server's HTTP stack is not a dependency, so nothing here can reach it.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod pack;

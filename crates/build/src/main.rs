@@ -1,0 +1,6 @@
+//! The chartreg-build binary: the library's command line.
+#![forbid(unsafe_code)]
+
+fn main() -> std::process::ExitCode {
+    chartreg_build::cli::main(std::env::args_os())
+}

@@ -1,0 +1,222 @@
+//! Writing a tree into place: unchanged trees are left alone, changed ones are staged beside
+//! the target and renamed in, blobs streamed from their files with their digest checked again.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::{Entry, Side, Tree, copy_hashing, files_below, hash_file};
+use crate::oci::Digest;
+
+/// Whether [`replace`] changed anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Unchanged,
+    Written,
+}
+
+/// Why a tree could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error(
+        "{}: changed while it was being packed (expected {expected}, {size} bytes); nothing was written",
+        path.display()
+    )]
+    Changed {
+        path: PathBuf,
+        expected: Digest,
+        size: u64,
+    },
+}
+
+/// Replaces the folder `<out>/<prefix>` with `tree`, whose paths all start with `<prefix>/`,
+/// unless it already holds exactly that (see the module doc for how).
+pub fn replace(tree: &Tree, out: &Path, prefix: &str) -> Result<Outcome, WriteError> {
+    let target = out.join(prefix);
+    if holds(&target, out, tree)? {
+        return Ok(Outcome::Unchanged);
+    }
+    let parent = target.parent().unwrap_or(out).to_owned();
+    let leaf = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let staging = parent.join(format!(".{leaf}.pack-new"));
+    let previous = parent.join(format!(".{leaf}.pack-old"));
+    for leftover in [&staging, &previous] {
+        if leftover.exists() {
+            fs::remove_dir_all(leftover).map_err(io_at(leftover))?;
+        }
+    }
+    fs::create_dir_all(&staging).map_err(io_at(&staging))?;
+    let staged = tree.iter().try_for_each(|(path, entry)| {
+        let relative = path
+            .strip_prefix(prefix)
+            .and_then(|p| p.strip_prefix('/'))
+            .unwrap_or(path);
+        write_entry(entry, &staging.join(relative))
+    });
+    if let Err(e) = staged {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+    if target.exists() {
+        fs::rename(&target, &previous).map_err(io_at(&target))?;
+    }
+    if let Err(e) = fs::rename(&staging, &target) {
+        if previous.exists() {
+            let _ = fs::rename(&previous, &target);
+        }
+        return Err(io_at(&target)(e));
+    }
+    if previous.exists() {
+        fs::remove_dir_all(&previous).map_err(io_at(&previous))?;
+    }
+    Ok(Outcome::Written)
+}
+
+/// Whether the folder `target` holds exactly `tree` (keys relative to `base`).
+fn holds(target: &Path, base: &Path, tree: &Tree) -> Result<bool, WriteError> {
+    let present = files_below(target, base).map_err(io_at(target))?;
+    if present.len() != tree.len() || !present.keys().eq(tree.keys()) {
+        return Ok(false);
+    }
+    for (path, entry) in present.values().zip(tree.values()) {
+        let same = match entry {
+            Entry::Bytes(data) => fs::read(path).map_err(io_at(path))? == *data,
+            Entry::File(blob) => {
+                fs::metadata(path).map_err(io_at(path))?.len() == blob.size
+                    && Some(hash_file(path).map_err(io_at(path))?.1) == blob.digest.sha256()
+            }
+        };
+        if !same {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Writes one entry to `file`, creating its folder; a blob is streamed from its file and must
+/// still have the size and digest it was read with.
+fn write_entry(entry: &Entry, file: &Path) -> Result<(), WriteError> {
+    if let Some(dir) = file.parent() {
+        fs::create_dir_all(dir).map_err(io_at(dir))?;
+    }
+    let blob = match entry {
+        Entry::Bytes(data) => return fs::write(file, data).map_err(io_at(file)),
+        Entry::File(blob) => blob,
+    };
+    let mut source = fs::File::open(&blob.path).map_err(io_at(&blob.path))?;
+    let mut sink = io::BufWriter::new(fs::File::create(file).map_err(io_at(file))?);
+    let (size, sha256) =
+        copy_hashing(&mut source, &mut sink).map_err(|(side, source)| match side {
+            Side::Reading => io_at(&blob.path)(source),
+            Side::Writing => io_at(file)(source),
+        })?;
+    sink.flush().map_err(io_at(file))?;
+    if size != blob.size || Some(sha256) != blob.digest.sha256() {
+        return Err(WriteError::Changed {
+            path: blob.path.clone(),
+            expected: blob.digest.clone(),
+            size: blob.size,
+        });
+    }
+    Ok(())
+}
+
+fn io_at(path: &Path) -> impl Fn(io::Error) -> WriteError + '_ {
+    move |source| WriteError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{BlobFile, load, read_dir};
+
+    fn blob_file(dir: &Path, name: &str, data: &[u8]) -> BlobFile {
+        let path = dir.join(name);
+        fs::write(&path, data).unwrap();
+        BlobFile::hash(&path).unwrap()
+    }
+
+    #[test]
+    fn writes_documents_and_blobs_then_reports_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let blob = blob_file(dir.path(), "layer", b"layer bytes");
+        assert_eq!(blob.size, 11);
+        assert_eq!(blob.digest, Digest::sha256_of(b"layer bytes"));
+        let out = dir.path().join("out");
+        let mut tree = Tree::new();
+        tree.insert("p/a/index.json".into(), b"{}".to_vec().into());
+        tree.insert("p/a/blobs/sha256/x".into(), Entry::File(blob.clone()));
+        assert_eq!(replace(&tree, &out, "p").unwrap(), Outcome::Written);
+        assert_eq!(
+            read_dir(&out, &out).unwrap(),
+            load(tree.clone()).unwrap(),
+            "the written folder holds the tree"
+        );
+        assert_eq!(replace(&tree, &out, "p").unwrap(), Outcome::Unchanged);
+
+        // A blob that differs on disk (same size) is rewritten.
+        fs::write(out.join("p/a/blobs/sha256/x"), b"LAYER BYTES").unwrap();
+        assert_eq!(replace(&tree, &out, "p").unwrap(), Outcome::Written);
+        assert_eq!(
+            fs::read(out.join("p/a/blobs/sha256/x")).unwrap(),
+            b"layer bytes"
+        );
+        // A file the tree does not hold makes it differ too.
+        fs::write(out.join("p/a/extra"), b"").unwrap();
+        assert_eq!(replace(&tree, &out, "p").unwrap(), Outcome::Written);
+        assert!(!out.join("p/a/extra").exists());
+    }
+
+    #[test]
+    fn a_blob_changed_since_it_was_read_is_refused_and_nothing_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut tree = Tree::new();
+        tree.insert("p/old".into(), b"kept".to_vec().into());
+        replace(&tree, &out, "p").unwrap();
+
+        let blob = blob_file(dir.path(), "layer", b"first");
+        fs::write(&blob.path, b"other").unwrap();
+        let mut tree = Tree::new();
+        tree.insert("p/blob".into(), Entry::File(blob.clone()));
+        let err = replace(&tree, &out, "p").unwrap_err();
+        assert!(
+            matches!(&err, WriteError::Changed { path, .. } if *path == blob.path),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("changed while it was being packed"),
+            "{err}"
+        );
+        assert_eq!(
+            read_dir(&out, &out)
+                .unwrap()
+                .into_keys()
+                .collect::<Vec<_>>(),
+            ["p/old"],
+            "the previous folder stays, and no staging folder is left"
+        );
+    }
+
+    #[test]
+    fn a_missing_blob_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut blob = blob_file(dir.path(), "layer", b"x");
+        blob.path = dir.path().join("gone");
+        let mut tree = Tree::new();
+        tree.insert("p/blob".into(), Entry::File(blob));
+        let err = replace(&tree, &dir.path().join("out"), "p").unwrap_err();
+        assert!(err.to_string().contains("gone"), "{err}");
+        let err = load(tree).unwrap_err();
+        assert!(err.to_string().contains("gone"), "{err}");
+    }
+}
