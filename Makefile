@@ -5,19 +5,37 @@ LISTEN ?= 0.0.0.0:5000
 BIN := target/release/chartreg
 BUILD_TOOL := target/release/chartreg-build
 
-.PHONY: all assets build run test tools lint clean
+.PHONY: all assets assets-check build-tool build image run test tools lint clean
+
+# Every input of assets/ (charts, chart folders, image layouts), written down once.
+CONTENT := content.yaml
 
 all: build
 
-# Pack charts/ into assets/charts (rewrites only what changed; a bad package leaves assets/ as it was).
-# Builds only the build tool: neither the server nor its HTTP and TLS stack is compiled for this.
-assets:
+# The build tool alone: neither the server nor its HTTP and TLS stack is compiled for it.
+build-tool:
 	$(CARGO) build --quiet --release -p chartreg-build
-	$(BUILD_TOOL) pack charts --out assets --prefix charts
+
+# Pack what $(CONTENT) lists into assets/ (rewrites only what changed; a bad input leaves assets/
+# as it was).
+assets: build-tool
+	$(BUILD_TOOL) pack --config $(CONTENT) --out assets
+
+# Fail, naming them, when the committed parts of assets/ (chart repositories, pack's record) are
+# not what packing gives, writing nothing; then rebuild the image layouts, which are not committed.
+assets-check: build-tool
+	$(BUILD_TOOL) pack --config $(CONTENT) --out assets --check
+	$(BUILD_TOOL) pack --config $(CONTENT) --out assets
 
 # Pack, then build the server with assets/ embedded.
 build: assets
 	$(CARGO) build --release -p chartreg
+
+# The container image (the static binary on $(IMAGE_BASE)), as an OCI image layout in
+# target/image/oci: see scripts/build-image.sh.
+IMAGE_BASE ?= scratch
+image: assets
+	IMAGE_BASE=$(IMAGE_BASE) CARGO=$(CARGO) scripts/build-image.sh
 
 # Serve the embedded charts on $(LISTEN).
 run: build
@@ -32,10 +50,10 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
-# Every test, against the release binary. Never rewrites assets/: the test that checks it packs
-# charts/ into a temporary folder and compares.
+# Every test, against the release binary. Never rewrites committed files (see assets-check).
 # Both binaries are built once, by this one cargo run; tests find the other binary beside theirs.
-test: tools lint
+test: tools lint assets-check
+	IMAGE_BASE=$(IMAGE_BASE) CARGO=$(CARGO) scripts/build-image.sh
 	$(CARGO) test --release --workspace
 
 clean:

@@ -5,7 +5,12 @@
 //!   and chart) go through rust-embed, from a mirror of the folder under `$OUT_DIR/embed` made of
 //!   hard links (`CHARTREG_EMBED_DIR`);
 //! - larger files (big layers) become object files that the linker places in the binary
-//!   (include-blob), listed with their sha256 in `$OUT_DIR/linked.rs` for `main.rs`.
+//!   (include-blob), listed with their sha256 in `$OUT_DIR/linked.rs` for `main.rs`;
+//! - a file with the same bytes as one before it (a blob shared by several repositories) is
+//!   embedded once: `$OUT_DIR/aliases.rs` lists it as an alias of the first.
+//!
+//! Entries at the top of the folder whose names start with `.` (the build tool's record and
+//! `.gitignore`) are not content and are left out.
 //!
 //! Why: `include_bytes!`, which rust-embed uses, holds about 12 times a file's size in compiler
 //! memory (1 GiB took 12.6 GB and 57 s here), so a few GiB of content cannot be built on an
@@ -25,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+use std::collections::HashMap;
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
@@ -98,10 +104,13 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
     files.sort();
 
     let mut linked = String::from("vec![\n");
-    // The files in the order the binary lists them: rust-embed's (walked in this order), then
-    // the linked ones.
+    let mut aliases = String::from("vec![\n");
+    // Every file with its path in the content (the facts match the binary's files by path).
     let mut embedded = Vec::new();
-    let mut linked_files = Vec::new();
+    let mut linked_any = false;
+    // The first path of each distinct content: a blob shared by several repositories is
+    // embedded once, and the others are aliases of it.
+    let mut first_with: HashMap<[u8; 32], String> = HashMap::new();
     for file in files {
         let relative = file
             .strip_prefix(folder)
@@ -109,9 +118,21 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
             .to_str()
             .unwrap_or_else(|| panic!("{}: file names must be UTF-8", file.display()));
         let relative = relative.replace(std::path::MAIN_SEPARATOR, "/");
+        // What the build tool keeps beside the repositories (its record, a `.gitignore`,
+        // staging folders) is not content.
+        if relative.starts_with('.') {
+            continue;
+        }
         let size = fs::metadata(&file)
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
             .len();
+        let sha256 = sha256_of(&file);
+        embedded.push((relative.clone(), file.clone(), sha256));
+        if let Some(first) = first_with.get(&sha256) {
+            writeln!(aliases, "    ({relative:?}, {first:?}),").expect("writing to a String");
+            continue;
+        }
+        first_with.insert(sha256, relative.clone());
         if size < threshold {
             let target = mirror.join(&relative);
             fs::create_dir_all(target.parent().expect("below the mirror"))
@@ -123,20 +144,19 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
             if fs::hard_link(&real, &target).is_err() {
                 fs::copy(&real, &target).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             }
-            embedded.push((relative, file, None));
             continue;
         }
         include_blob::make_includable(&file);
-        let sha256 = sha256_of(&file);
         writeln!(
             linked,
             "    ({relative:?}, include_blob::include_blob!({:?}), {sha256:?}),",
             file.to_str().expect("checked above")
         )
         .expect("writing to a String");
-        linked_files.push((relative, file, Some(sha256)));
+        linked_any = true;
     }
-    let linked_any = !linked_files.is_empty();
+    aliases.push(']');
+    fs::write(out_dir.join("aliases.rs"), aliases).expect("aliases.rs can be written");
     linked.push(']');
     fs::write(out_dir.join("linked.rs"), linked).expect("linked.rs can be written");
     println!("cargo:rustc-env=CHARTREG_EMBED_DIR={}", mirror.display());
@@ -151,21 +171,20 @@ fn split_for_embedding(folder: &Path, out_dir: &Path, threshold: u64) {
         .expect("the linker script can be written");
         println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
     }
-    embedded.append(&mut linked_files);
     write_facts(&embedded, out_dir);
 }
 
-/// Loads `files` (relative path, file, sha256 if computed already) as the binary will, and
-/// writes `$OUT_DIR/facts.bin`: what loading found, or nothing when the content cannot be
-/// served or described.
-fn write_facts(files: &[(String, PathBuf, Option<[u8; 32]>)], out_dir: &Path) {
+/// Loads `files` (relative path, file, sha256) as the binary will, and writes
+/// `$OUT_DIR/facts.bin`: what loading found, or nothing when the content cannot be served or
+/// described.
+fn write_facts(files: &[(String, PathBuf, [u8; 32])], out_dir: &Path) {
     let files: Vec<content::ContentFile> = files
         .iter()
         .map(|(relative, file, sha256)| {
             let data = fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             content::ContentFile {
                 path: relative.clone().into(),
-                sha256: Some(sha256.unwrap_or_else(|| Sha256::digest(&data).into())),
+                sha256: Some(*sha256),
                 data: data.into(),
             }
         })

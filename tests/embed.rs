@@ -1,7 +1,8 @@
 //! Binaries built with other content through the build-time switch `CHARTREG_ASSETS=DIR`:
 //! files added to or removed from the folder are picked up by the next build; a binary whose
 //! content is served from what the build found it to be (build-time facts); a binary whose
-//! embedded content is corrupt refuses to start, naming the file; files of 1 MiB and more are
+//! embedded content is corrupt refuses to start, naming the file (and `chartreg verify` names
+//! it); files of 1 MiB and more are
 //! linked in as objects (in `.lrodata`) and served byte for byte; and a large download in flight
 //! survives a graceful shutdown.
 //!
@@ -163,6 +164,14 @@ fn refuses_to_start(bin: &Path, path: &str) {
         stderr.contains(path) && stderr.contains("content has digest"),
         "{stderr}"
     );
+    // `chartreg verify` names the file too.
+    let out = Command::new(bin).arg("verify").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "verify: {stderr}");
+    assert!(
+        stderr.contains(path) && stderr.contains("not the digest it is stored under"),
+        "verify: {stderr}"
+    );
 }
 
 /// Size of the ELF section `name` in `bin`, from readelf.
@@ -206,6 +215,8 @@ fn large_files_are_linked_in_and_served_exactly() {
         .map(|i| (i.wrapping_mul(2246822519) >> 11) as u8)
         .collect();
     write(&dir, &layout("demo/big", &big));
+    // The same layer in a second repository (a base layer of two images): stored once.
+    write(&dir, &layout("demo/also", &big));
     write(&dir, &layout("demo/small", b"small payload"));
     let digest = common::sha256(&big);
 
@@ -214,13 +225,21 @@ fn large_files_are_linked_in_and_served_exactly() {
     let linked = section_size(&bin, ".lrodata").expect("a .lrodata section");
     assert!(
         linked >= big.len() as u64 && linked < 2 * big.len() as u64,
-        "{linked}"
+        "the shared layer is linked once: {linked}"
     );
-    assert_eq!(listed(&bin), ["demo/big:v1", "demo/small:v1"]);
+    assert_eq!(
+        listed(&bin),
+        ["demo/also:v1", "demo/big:v1", "demo/small:v1"]
+    );
     let server = common::Process::start_with(&bin, &[]);
     assert_checked_at_build(&server);
     let url = format!("{}/v2/demo/big/blobs/{digest}", server.url());
     assert!(curl_bytes(&url, &[]) == big, "the linked blob differs");
+    let also = format!("{}/v2/demo/also/blobs/{digest}", server.url());
+    assert!(
+        curl_bytes(&also, &[]) == big,
+        "the shared blob differs in its second repository"
+    );
     let middle = curl_bytes(&url, &["-H", "Range: bytes=1048570-2097160"]);
     assert!(middle == big[1048570..=2097160], "the range differs");
     let small = curl_bytes(

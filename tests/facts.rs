@@ -1,7 +1,7 @@
 //! Build-time facts (what build.rs writes after loading the content, so that start-up need
-//! not read it again): a registry built from them is the registry loading builds, they are
-//! used only for the very files they were written from, and anything else falls back to
-//! loading and checking in full.
+//! not read it again): a registry built from them is the registry loading builds, referrers
+//! included; they are used only for the very files they were written from (matched by path, in
+//! any order), and anything else falls back to loading and checking in full.
 
 mod common;
 
@@ -86,6 +86,9 @@ fn seen(registry: &Registry) -> String {
             );
             let size = repository.pull_size(&m.digest);
             out += &format!(" pulls {size}");
+            for referrer in repository.referrers(&m.digest, None) {
+                out += &format!("\n    referred to by {referrer:?}");
+            }
         }
     }
     out
@@ -149,11 +152,21 @@ fn facts_are_used_only_for_the_files_they_were_written_from() {
     let e = Registry::from_facts(&facts, &changed).unwrap_err();
     assert!(e.to_string().contains("test/app/index.json"), "{e}");
 
-    // Files in another order, a file more or less, files without their hash.
+    // Files in another order are the same files (matched by path); a file more or less, a
+    // file under another path, files without their hash are not.
     let mut reordered = files.clone();
     reordered.swap(0, 1);
-    assert!(Registry::from_facts(&facts, &reordered).is_err());
+    reordered.reverse();
+    let built = Registry::from_facts(&facts, &reordered).unwrap();
+    assert_eq!(
+        seen(&built),
+        seen(&Registry::from_files(files.clone()).unwrap())
+    );
     assert!(Registry::from_facts(&facts, &files[1..]).is_err());
+    let mut renamed = files.clone();
+    renamed[0].path = format!("{}x", renamed[0].path).into();
+    let e = Registry::from_facts(&facts, &renamed).unwrap_err();
+    assert!(e.to_string().contains("is not a file they describe"), "{e}");
     let unhashed: Vec<ContentFile> = files
         .iter()
         .map(|f| ContentFile::new(f.path.clone(), f.data.clone()))
@@ -199,7 +212,7 @@ fn facts_read_wrong_never_serve_bytes_under_another_digest() {
 }
 
 #[test]
-fn content_facts_cannot_describe_is_checked_at_start_up() {
+fn referrers_are_written_down_too() {
     let mut layout = LayoutBuilder::new("test/app");
     let subject = common::image(&mut layout, b"subject");
     let subject = layout.manifest(media_type::OCI_MANIFEST, &subject);
@@ -209,17 +222,23 @@ fn content_facts_cannot_describe_is_checked_at_start_up() {
     let referrer = layout.manifest(media_type::OCI_MANIFEST, &referrer);
     layout.list(referrer, None);
     let files = hashed(layout.into_files().unwrap());
-    let registry = Registry::from_files(files.clone()).unwrap();
-    assert!(
-        registry.facts(&files).is_none(),
-        "referrers are not written down"
-    );
-    let (_, checked) = Registry::from_content(Content {
+    let loaded = Registry::from_files(files.clone()).unwrap();
+    let (registry, checked) = Registry::from_content(Content {
+        facts: facts_of(&files),
         files,
-        facts: Bytes::new(),
     })
     .unwrap();
-    assert_eq!(checked, Checked::AtStartup);
+    assert_eq!(
+        checked,
+        Checked::AtBuild,
+        "content with signatures starts from facts"
+    );
+    assert_eq!(seen(&registry), seen(&loaded));
+    assert!(
+        seen(&registry).contains("referred to by"),
+        "{}",
+        seen(&registry)
+    );
 }
 
 #[test]
@@ -247,17 +266,22 @@ fn a_binary_content_loads_from_facts_or_else_in_full() {
     .unwrap_err();
     assert_eq!(e.path, path, "{e}");
 
+    // Facts of other content: checked in full.
+    let other = hashed(
+        varied()
+            .into_iter()
+            .filter(|(path, _)| path.starts_with("test/app/")),
+    );
     let (_, checked) = Registry::from_content(Content {
         files: files.into_iter().rev().collect(),
-        facts,
+        facts: facts_of(&other),
     })
     .unwrap();
     assert_eq!(checked, Checked::AtStartup);
 }
 
 #[test]
-fn large_content_is_read_in_parallel_to_the_same_registry() {
-    // Enough versions that blobs are read on a thread of their own.
+fn large_content_is_read_to_the_same_registry() {
     let mut layout = LayoutBuilder::new("test/many");
     for v in 0..2500 {
         let m = common::image(&mut layout, format!("layer {v}").as_bytes());
@@ -271,7 +295,7 @@ fn large_content_is_read_in_parallel_to_the_same_registry() {
     assert_eq!(built.summary().tags, 2500);
     assert_eq!(seen(&built), seen(&loaded));
 
-    // The last digest of the facts (a blob's, read on that thread) changed: refused.
+    // The last digest of the facts (a blob's) changed: refused.
     let mut tampered = facts.to_vec();
     let at = tampered
         .windows(8)
@@ -285,8 +309,9 @@ fn large_content_is_read_in_parallel_to_the_same_registry() {
 
 #[test]
 fn facts_whose_repositories_are_out_of_order_are_refused() {
-    // Two repositories whose names are the same length: swapped in the facts' string area,
-    // the catalog would list `test/b` before `test/a`.
+    // Two repositories whose names are the same length: swapped where the facts name the
+    // repositories (a postcard string: its length, 6, then its bytes), the catalog would list
+    // `test/b` before `test/a`.
     let mut files = Files::new();
     for name in ["test/a", "test/b"] {
         let mut layout = LayoutBuilder::new(name);
@@ -300,9 +325,9 @@ fn facts_whose_repositories_are_out_of_order_are_refused() {
     assert!(Registry::from_facts(&facts, &files).is_ok());
     let mut swapped = facts.to_vec();
     let at = |text: &[u8]| swapped.windows(text.len()).position(|w| w == text).unwrap();
-    let (a, b) = (at(b"test/a"), at(b"test/b"));
-    swapped[a + 5] = b'b';
-    swapped[b + 5] = b'a';
+    let (a, b) = (at(b"\x06test/a"), at(b"\x06test/b"));
+    swapped[a + 6] = b'b';
+    swapped[b + 6] = b'a';
     let e = Registry::from_facts(&Bytes::from(swapped), &files).unwrap_err();
     assert!(e.to_string().contains("not in order"), "{e}");
 }

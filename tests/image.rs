@@ -1,65 +1,189 @@
-//! What the container image needs, checked without a container engine: the release binary in a
-//! root holding nothing but itself and the shared libraries it links (what distroless `cc`
-//! provides), read-only, run as uid 65532, serves its charts. (That it links no OpenSSL is
-//! checked in tls.rs.)
+//! The container image `make image` built (`make test` builds it before the tests), read from
+//! its OCI image layout `target/image/oci` without an engine: its config (user, entrypoint,
+//! port, labels); the layer the Containerfile adds holds only `/chartreg`, a static binary;
+//! and its root file system, run as uid 65532 on a read-only root (`unshare` and `chroot`, as
+//! containers run it), serves charts that Helm 3 and 4 pull.
 
 mod common;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// The shared libraries `ldd` says `bin` loads, with the dynamic loader.
-fn linked_libraries(bin: &Path) -> Vec<String> {
-    let out = Command::new("ldd").arg(bin).output().expect("ldd runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            l.split_whitespace()
-                .find(|w| w.starts_with('/'))
-                .map(str::to_owned)
+use serde_json::Value;
+
+fn layout() -> Option<PathBuf> {
+    let dir = common::root().join("target/image/oci");
+    if dir.join("index.json").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "target/image/oci is missing: `make image` (make test does) builds it before the tests"
+    );
+    eprintln!("skipping: no image built (make image)");
+    None
+}
+
+fn blob(layout: &Path, digest: &str) -> PathBuf {
+    layout
+        .join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"))
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+/// The image's manifest and config.
+fn manifest_and_config(layout: &Path) -> (Value, Value) {
+    let index = json(&layout.join("index.json"));
+    let entry = &index["manifests"][0];
+    assert_eq!(
+        entry["annotations"]["org.opencontainers.image.ref.name"],
+        env!("CARGO_PKG_VERSION"),
+        "tagged with the version"
+    );
+    let manifest = json(&blob(layout, entry["digest"].as_str().unwrap()));
+    let config = json(&blob(
+        layout,
+        manifest["config"]["digest"].as_str().unwrap(),
+    ));
+    (manifest, config)
+}
+
+/// The files of a layer (a tar, gzip or not): path -> (is a regular file, mode).
+fn layer_files(path: &Path) -> Vec<(String, bool, u32)> {
+    let data = fs::read(path).unwrap();
+    let reader: Box<dyn std::io::Read> = if data.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::GzDecoder::new(data.as_slice()))
+    } else {
+        Box::new(data.as_slice())
+    };
+    let mut archive = tar::Archive::new(reader);
+    archive
+        .entries()
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let path = e
+                .path()
+                .unwrap()
+                .to_string_lossy()
+                .trim_start_matches("./")
+                .to_owned();
+            (
+                path,
+                e.header().entry_type().is_file(),
+                e.header().mode().unwrap(),
+            )
         })
         .collect()
 }
 
 #[test]
-fn serves_from_a_bare_read_only_root_as_nonroot() {
-    if common::tool("chroot").is_none() {
-        return;
+fn the_image_config_and_its_layer() {
+    let Some(layout) = layout() else { return };
+    let (manifest, config) = manifest_and_config(&layout);
+    let c = &config["config"];
+    assert_eq!(c["User"], "65532:65532");
+    assert_eq!(c["Entrypoint"], serde_json::json!(["/chartreg"]));
+    assert_eq!(c["Cmd"], serde_json::json!(["serve"]));
+    assert!(c["ExposedPorts"]["5000/tcp"].is_object(), "{c}");
+    let labels = &c["Labels"];
+    assert_eq!(
+        labels["org.opencontainers.image.version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(labels["org.opencontainers.image.licenses"], "Apache-2.0");
+    for label in ["source", "revision", "created", "title"] {
+        let value = labels[format!("org.opencontainers.image.{label}")]
+            .as_str()
+            .unwrap_or("");
+        assert!(!value.is_empty(), "label {label}: {labels}");
     }
-    let root = tempfile::tempdir().unwrap();
-    let bin = common::chartreg_bin();
-    fs::copy(&bin, root.path().join("chartreg")).unwrap();
-    for lib in linked_libraries(&bin) {
-        let target = root.path().join(lib.trim_start_matches('/'));
-        fs::create_dir_all(target.parent().unwrap()).unwrap();
-        fs::copy(&lib, &target).unwrap();
-    }
-    // Nothing in it is writable, by anyone.
-    for entry in walk(root.path()) {
-        let mode = if entry.is_dir()
-            || entry.ends_with("chartreg")
-            || entry.to_string_lossy().contains(".so")
-        {
-            0o555
-        } else {
-            0o444
-        };
-        fs::set_permissions(&entry, fs::Permissions::from_mode(mode)).unwrap();
-    }
-    fs::set_permissions(root.path(), fs::Permissions::from_mode(0o555)).unwrap();
+    assert!(
+        labels["org.opencontainers.image.created"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z'),
+        "{labels}"
+    );
+    assert_eq!(config["architecture"], "amd64");
+    // The last layer is what the Containerfile adds: /chartreg and nothing else.
+    let layers = manifest["layers"].as_array().unwrap();
+    let added = layer_files(&blob(
+        &layout,
+        layers.last().unwrap()["digest"].as_str().unwrap(),
+    ));
+    let files: Vec<&(String, bool, u32)> = added.iter().filter(|(_, file, _)| *file).collect();
+    assert_eq!(files.len(), 1, "{added:?}");
+    assert_eq!(files[0].0, "chartreg");
+    assert_eq!(files[0].2 & 0o111, 0o111, "executable");
+}
 
-    let mut child = Command::new("chroot")
-        .args(["--userspec=65532:65532"])
-        .arg(root.path())
-        .args(["/chartreg", "serve", "--listen", "127.0.0.1:0"])
+/// The image's root file system, unpacked.
+fn unpack(layout: &Path, into: &Path) {
+    let (manifest, _) = manifest_and_config(layout);
+    for layer in manifest["layers"].as_array().unwrap() {
+        let data = fs::read(blob(layout, layer["digest"].as_str().unwrap())).unwrap();
+        let reader: Box<dyn std::io::Read> = if data.starts_with(&[0x1f, 0x8b]) {
+            Box::new(flate2::read::GzDecoder::new(data.as_slice()))
+        } else {
+            Box::new(data.as_slice())
+        };
+        tar::Archive::new(reader).unpack(into).unwrap();
+    }
+}
+
+#[test]
+fn the_binary_is_static() {
+    let Some(layout) = layout() else { return };
+    let Some(readelf) = common::tool("readelf") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    unpack(&layout, root.path());
+    let out = Command::new(readelf)
+        .args(["--program-headers", "--dynamic"])
+        .arg(root.path().join("chartreg"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("program interpreter"),
+        "a dynamic loader is needed: {text}"
+    );
+    assert!(
+        !text.contains("(NEEDED)"),
+        "a shared library is needed: {text}"
+    );
+}
+
+/// The image's root run as a container runs it: a new mount namespace, the root bind-mounted
+/// read-only, chroot into it as 65532:65532.
+fn run_image(root: &Path) -> (Child, String) {
+    let script = r#"set -e
+mount --bind "$1" "$1"
+mount -o remount,bind,ro "$1"
+exec chroot --userspec=65532:65532 "$1" /chartreg serve --listen 127.0.0.1:0 --shutdown-delay 0s"#;
+    let mut child = Command::new("unshare")
+        .args([
+            "--mount",
+            "--fork",
+            "--kill-child",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(root)
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .expect("unshare runs");
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -73,42 +197,54 @@ fn serves_from_a_bare_read_only_root_as_nonroot() {
         }
         let _ = tx.send(Err(log));
     });
-    let addr = match rx.recv_timeout(Duration::from_secs(20)) {
-        Ok(Ok(addr)) => addr,
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(Ok(addr)) => (child, addr),
         other => {
             let _ = child.kill();
-            panic!("chartreg did not start in the bare root: {other:?}");
+            panic!("the image did not start: {other:?}");
         }
-    };
-    let mut s = TcpStream::connect(&addr).unwrap();
-    write!(
-        s,
-        "GET /v2/_catalog HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
-    fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    for entry in walk(root.path()) {
-        fs::set_permissions(&entry, fs::Permissions::from_mode(0o755)).unwrap();
     }
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(
-        answer.ends_with(r#"{"repositories":["charts/hello","charts/motd"]}"#),
-        "{answer}"
-    );
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(walk(&path));
+#[test]
+fn the_image_serves_charts_to_helm_as_nonroot_on_a_read_only_root() {
+    let Some(layout) = layout() else { return };
+    for tool in ["unshare", "chroot", "mount"] {
+        if common::tool(tool).is_none() {
+            return;
         }
-        found.push(path);
     }
-    found
+    let root = tempfile::tempdir().unwrap();
+    unpack(&layout, root.path());
+    let (mut child, addr) = run_image(root.path());
+    let mut pulled = Vec::new();
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = common::tool(name) else {
+            continue;
+        };
+        let home = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(&helm);
+        cmd.args([
+            "pull",
+            &format!("oci://{addr}/charts/hello"),
+            "--version",
+            "1.0.0",
+            "--plain-http",
+            "--destination",
+        ])
+        .arg(home.path());
+        common::isolate_helm(&mut cmd, home.path());
+        let out = common::output_of(&mut cmd, name);
+        pulled.push((
+            name,
+            out.status.success(),
+            common::describe(&out),
+            home.path().join("hello-1.0.0.tgz").is_file(),
+        ));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    for (name, ok, out, file) in pulled {
+        assert!(ok && file, "{name} pull from the image: {out}");
+    }
 }

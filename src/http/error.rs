@@ -11,7 +11,7 @@ use chartreg_core::content;
 use chartreg_core::oci::{DigestError, NameError, ReferenceError};
 
 /// Error codes of the OCI distribution spec, plus `PAGINATION_NUMBER_INVALID` and
-/// `RANGE_INVALID` from CNCF distribution and chartreg's own
+/// `RANGE_INVALID` from CNCF distribution and chartreg's own `QUERY_INVALID` and
 /// `REQUEST_HEADER_FIELDS_TOO_LARGE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -32,6 +32,8 @@ pub enum ErrorCode {
     PaginationNumberInvalid,
     /// The requested range cannot be satisfied.
     RangeInvalid,
+    /// A query string that cannot be read (the referrers API's `artifactType`).
+    QueryInvalid,
     /// The request head is larger than this server accepts.
     RequestHeaderFieldsTooLarge,
     /// Something went wrong on the server.
@@ -51,6 +53,8 @@ pub enum ApiError {
     TagInvalid(chartreg_core::oci::TagError),
     #[error("invalid pagination: {0}")]
     Pagination(String),
+    #[error("invalid referrers query: {0}")]
+    ReferrersQuery(String),
     #[error("range not satisfiable for a blob of {size} bytes")]
     RangeNotSatisfiable { size: u64 },
     #[error("this registry is read-only: {0} is not supported")]
@@ -83,6 +87,7 @@ impl ApiError {
             ApiError::DigestInvalid(_) => ErrorCode::DigestInvalid,
             ApiError::TagInvalid(_) => ErrorCode::ManifestUnknown,
             ApiError::Pagination(_) => ErrorCode::PaginationNumberInvalid,
+            ApiError::ReferrersQuery(_) => ErrorCode::QueryInvalid,
             ApiError::RangeNotSatisfiable { .. } => ErrorCode::RangeInvalid,
             ApiError::MethodNotAllowed(_) | ApiError::NoRoute(_) => ErrorCode::Unsupported,
             ApiError::HeadersTooLarge(_) => ErrorCode::RequestHeaderFieldsTooLarge,
@@ -111,9 +116,10 @@ impl ResponseError for ApiError {
             ApiError::Content(_) | ApiError::TagInvalid(_) | ApiError::NoRoute(_) => {
                 StatusCode::NOT_FOUND
             }
-            ApiError::NameInvalid(_) | ApiError::DigestInvalid(_) | ApiError::Pagination(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            ApiError::NameInvalid(_)
+            | ApiError::DigestInvalid(_)
+            | ApiError::Pagination(_)
+            | ApiError::ReferrersQuery(_) => StatusCode::BAD_REQUEST,
             ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,

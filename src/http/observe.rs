@@ -1,9 +1,9 @@
 //! What happens around every request: the header-size cap, the API version header, one access
 //! log line, and metrics.
 //!
-//! 1. A request head larger than the cap is answered 431 before routing.
-//! 2. The request runs; its route (for metrics) is what [`super::routes::classify`] makes of the
-//!    path.
+//! 1. The route is parsed ([`routes::route`]), once: the endpoint is kept for the metrics, the
+//!    route goes to the handler with the request.
+//! 2. A request head larger than the cap is answered 431 before the handler runs.
 //! 3. The response body is wrapped so that when it has been sent (or the client went away) the
 //!    bytes actually sent and the whole duration are known: then the access line is logged
 //!    and the metrics recorded. Nothing is logged or counted for `/healthz`, `/readyz` and
@@ -21,12 +21,10 @@ use actix_web::http::header::HeaderValue;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpRequest, web};
 
+use super::routes::{self, Endpoint};
 use super::{ApiError, Ops};
 use crate::logging;
-use crate::metrics::{Metrics, route_index};
-
-/// Paths that are not registry traffic.
-pub const OPERATIONS_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+use crate::metrics::Metrics;
 
 /// The size of a request head as it came in: request line and header lines.
 fn head_bytes(req: &ServiceRequest) -> usize {
@@ -44,7 +42,7 @@ fn head_bytes(req: &ServiceRequest) -> usize {
 /// Everything the access line and the metrics need once the body is done.
 struct Record {
     metrics: Arc<Metrics>,
-    route: usize,
+    endpoint: Endpoint,
     /// The request (a reference-counted handle): method, path and peer without copies.
     request: HttpRequest,
     status: u16,
@@ -56,7 +54,7 @@ impl Record {
         let took = self.started.elapsed();
         let method = self.request.method().as_str();
         self.metrics
-            .record(self.route, method, self.status, bytes, took);
+            .record(self.endpoint.index(), method, self.status, bytes, took);
         logging::access(&logging::Access {
             method,
             path: self.request.path(),
@@ -136,11 +134,12 @@ pub struct ObserveService<S> {
     service: S,
 }
 
-/// What is known of a request before its answer: when it started, and the state to record it
-/// in (none for the operations endpoints, which are not registry traffic).
+/// What is known of a request before its answer: when it started, the state to record it in
+/// and where (none for the operations endpoints, which are not registry traffic).
 struct Started {
     at: Instant,
     ops: web::Data<Ops>,
+    endpoint: Endpoint,
 }
 
 impl<S, B> Service<ServiceRequest> for ObserveService<S>
@@ -155,12 +154,10 @@ where
     actix_web::dev::forward_ready!(service);
 
     fn call(&self, req: ServiceRequest) -> Self::Future {
-        let ops = if OPERATIONS_PATHS.contains(&req.path()) {
-            None
-        } else {
-            req.app_data::<web::Data<Ops>>().cloned()
-        };
-        let Some(ops) = ops else {
+        let at = Instant::now();
+        let endpoint = routes::route(req.method(), req.path()).carry(req.request());
+        let ops = endpoint.and_then(|e| Some((e, req.app_data::<web::Data<Ops>>()?.clone())));
+        let Some((endpoint, ops)) = ops else {
             return Observing {
                 started: None,
                 state: State::Waiting {
@@ -169,10 +166,7 @@ where
             };
         };
         let max_header_bytes = ops.max_header_bytes;
-        let started = Some(Started {
-            at: Instant::now(),
-            ops,
-        });
+        let started = Some(Started { at, ops, endpoint });
         if head_bytes(&req) > max_header_bytes {
             let refused = req.error_response(ApiError::HeadersTooLarge(max_header_bytes));
             return Observing {
@@ -236,7 +230,7 @@ where
         let request = response.request().clone();
         let record = Record {
             metrics: started.ops.metrics.clone(),
-            route: route_index(super::routes::classify(request.path()).map(|r| r.label())),
+            endpoint: started.endpoint,
             status: response.status().as_u16(),
             request,
             started: started.at,

@@ -1,74 +1,241 @@
-//! Which endpoint a path names. Repository names contain `/`, so the endpoint is found from the
-//! end of the path: `/v2/<name>/manifests/<reference>`, `/v2/<name>/blobs/<digest>`,
-//! `/v2/<name>/referrers/<digest>`, `/v2/<name>/tags/list`, plus `/v2/` and `/v2/_catalog`.
-//! A name may itself hold a component called `manifests` (the last marker wins, as with a
-//! greedy `{name:.+}` pattern).
+//! The route table: what a request asks for, parsed once, at the edge.
 //!
-//! Hand-written because actix's router matches `{name:.+}` patterns with a regex engine, which
-//! took over half of the instructions of a manifest request; this takes a few string scans.
+//! The observing middleware calls [`route`] for every request and gets a [`Routed`]: the
+//! [`Endpoint`] metrics count the request under (known from the path's shape alone, so a bad
+//! name still counts as `manifests`), and the [`Route`] with every part validated (repository
+//! name, tag or digest), or the error to answer with. It keeps the endpoint for its record and
+//! hands the route to the handler through the request ([`Routed::carry`], [`take`]), so no one
+//! parses the path again. Adding an endpoint is one variant here and one handler.
+//!
+//! Repository names contain `/`, so the endpoint is found from the end of the path:
+//! `/v2/<name>/manifests/<reference>`, `/v2/<name>/blobs/<digest>`,
+//! `/v2/<name>/referrers/<digest>`, `/v2/<name>/tags/list`, plus `/v2/` and `/v2/_catalog`. A
+//! name may itself hold a component called `manifests` (the last marker wins, as with a greedy
+//! `{name:.+}` pattern). Hand-written because actix's router matches `{name:.+}` patterns with
+//! a regex engine, which took over half of the instructions of a manifest request; this takes a
+//! few string scans.
 
-/// An endpoint of the registry API, borrowing the pieces of the path it came from.
+use actix_web::HttpMessage;
+use actix_web::HttpRequest;
+use actix_web::http::Method;
+
+use super::ApiError;
+use chartreg_core::oci::{Digest, Reference, ReferenceError, RepositoryName};
+
+/// What metrics count a request under: the registry endpoints, and everything else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route<'a> {
+pub enum Endpoint {
     Base,
     Catalog,
-    Tags { name: &'a str },
-    Manifest { name: &'a str, reference: &'a str },
-    Blob { name: &'a str, digest: &'a str },
-    Referrers { name: &'a str, digest: &'a str },
+    Tags,
+    Manifests,
+    Blobs,
+    Referrers,
+    Other,
 }
 
-impl Route<'_> {
-    /// The route's name in metrics.
-    pub fn label(&self) -> &'static str {
+impl Endpoint {
+    /// Every endpoint, in the order of their indexes.
+    pub const ALL: [Endpoint; 7] = [
+        Endpoint::Base,
+        Endpoint::Catalog,
+        Endpoint::Tags,
+        Endpoint::Manifests,
+        Endpoint::Blobs,
+        Endpoint::Referrers,
+        Endpoint::Other,
+    ];
+
+    /// The endpoint's name in metrics.
+    pub const fn label(self) -> &'static str {
         match self {
-            Route::Base => "base",
-            Route::Catalog => "catalog",
-            Route::Tags { .. } => "tags",
-            Route::Manifest { .. } => "manifests",
-            Route::Blob { .. } => "blobs",
-            Route::Referrers { .. } => "referrers",
+            Endpoint::Base => "base",
+            Endpoint::Catalog => "catalog",
+            Endpoint::Tags => "tags",
+            Endpoint::Manifests => "manifests",
+            Endpoint::Blobs => "blobs",
+            Endpoint::Referrers => "referrers",
+            Endpoint::Other => "other",
+        }
+    }
+
+    /// Where the endpoint's counters are in the metrics' arrays.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The metrics labels of [`Endpoint::ALL`], by index.
+pub const LABELS: [&str; Endpoint::ALL.len()] = {
+    let mut labels = [""; Endpoint::ALL.len()];
+    let mut i = 0;
+    while i < labels.len() {
+        labels[i] = Endpoint::ALL[i].label();
+        i += 1;
+    }
+    labels
+};
+
+/// The endpoints outside `/v2` that keep the server running; not registry traffic, so neither
+/// logged nor counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Healthz,
+    Readyz,
+    Metrics,
+}
+
+impl Operation {
+    fn of(path: &str) -> Option<Operation> {
+        match path {
+            "/healthz" => Some(Operation::Healthz),
+            "/readyz" => Some(Operation::Readyz),
+            "/metrics" => Some(Operation::Metrics),
+            _ => None,
         }
     }
 }
 
+/// A request the server answers, its parts validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Base,
+    Catalog,
+    Tags(RepositoryName),
+    Manifest(RepositoryName, Reference),
+    Blob(RepositoryName, Digest),
+    Referrers(RepositoryName, Digest),
+    Operation(Operation),
+}
+
+/// A request as [`route`] parsed it.
+#[derive(Debug)]
+pub struct Routed {
+    /// Where metrics count it; `None` for the operations endpoints.
+    pub endpoint: Option<Endpoint>,
+    pub route: Result<Route, ApiError>,
+}
+
+/// What a request carries to its handler.
+struct Carried(Result<Route, ApiError>);
+
+impl Routed {
+    /// Puts the route into `req` for the handler to [`take`]; returns where metrics count it.
+    pub fn carry(self, req: &HttpRequest) -> Option<Endpoint> {
+        req.extensions_mut().insert(Carried(self.route));
+        self.endpoint
+    }
+}
+
+/// The route the middleware parsed for `req` (once: a second call finds none).
+pub fn take(req: &HttpRequest) -> Result<Route, ApiError> {
+    match req.extensions_mut().remove::<Carried>() {
+        Some(Carried(route)) => route,
+        None => Err(ApiError::Internal("the request was not routed")),
+    }
+}
+
+/// The pieces of a registry path, before they are validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape<'a> {
+    Base,
+    Catalog,
+    Tags(&'a str),
+    Manifest(&'a str, &'a str),
+    Blob(&'a str, &'a str),
+    Referrers(&'a str, &'a str),
+}
+
+impl<'a> Shape<'a> {
+    fn of(path: &'a str) -> Option<Self> {
+        let rest = path.strip_prefix("/v2")?;
+        match rest {
+            "" | "/" => return Some(Shape::Base),
+            "/_catalog" => return Some(Shape::Catalog),
+            _ => {}
+        }
+        let rest = rest.strip_prefix('/')?;
+        if let Some(name) = rest.strip_suffix("/tags/list") {
+            return (!name.is_empty()).then_some(Shape::Tags(name));
+        }
+        let (head, last) = rest.rsplit_once('/')?;
+        let (name, kind) = head.rsplit_once('/')?;
+        if name.is_empty() || last.is_empty() {
+            return None;
+        }
+        match kind {
+            "manifests" => Some(Shape::Manifest(name, last)),
+            "blobs" => Some(Shape::Blob(name, last)),
+            "referrers" => Some(Shape::Referrers(name, last)),
+            _ => None,
+        }
+    }
+
+    fn endpoint(self) -> Endpoint {
+        match self {
+            Shape::Base => Endpoint::Base,
+            Shape::Catalog => Endpoint::Catalog,
+            Shape::Tags(_) => Endpoint::Tags,
+            Shape::Manifest(..) => Endpoint::Manifests,
+            Shape::Blob(..) => Endpoint::Blobs,
+            Shape::Referrers(..) => Endpoint::Referrers,
+        }
+    }
+
+    /// The route, its parts validated in path order (the name first).
+    fn validate(self) -> Result<Route, ApiError> {
+        Ok(match self {
+            Shape::Base => Route::Base,
+            Shape::Catalog => Route::Catalog,
+            Shape::Tags(name) => Route::Tags(name.parse()?),
+            Shape::Manifest(name, reference) => {
+                Route::Manifest(name.parse()?, manifest_reference(reference)?)
+            }
+            Shape::Blob(name, digest) => Route::Blob(name.parse()?, digest.parse()?),
+            Shape::Referrers(name, digest) => Route::Referrers(name.parse()?, digest.parse()?),
+        })
+    }
+}
+
+/// A manifest reference. A tag cannot hold `+` (`helm push` writes a chart version's `+` as
+/// `_`), so `1.2.3+build.7`, as people type it, names the tag `1.2.3_build.7`; digests, which
+/// hold a `:`, are taken as they are.
+fn manifest_reference(text: &str) -> Result<Reference, ReferenceError> {
+    if text.contains('+') && !text.contains(':') {
+        return text.replace('+', "_").parse();
+    }
+    text.parse()
+}
+
 /// Whether `path` is under `/v2`.
-pub fn is_api(path: &str) -> bool {
+fn is_api(path: &str) -> bool {
     path == "/v2" || path.starts_with("/v2/")
 }
 
-/// `text` split at its last `/` (a reverse byte scan: the pieces after the last two slashes are
-/// short, where `rsplit_once` sets up a search for long texts).
-fn split_last(text: &str) -> Option<(&str, &str)> {
-    let at = text.bytes().rposition(|b| b == b'/')?;
-    Some((&text[..at], &text[at + 1..]))
-}
-
-/// The endpoint `path` names, if any.
-pub fn classify(path: &str) -> Option<Route<'_>> {
-    let rest = path.strip_prefix("/v2")?;
-    match rest {
-        "" | "/" => return Some(Route::Base),
-        "/_catalog" => return Some(Route::Catalog),
-        _ => {}
+/// What a request with `method` for `path` asks for. Only GET and HEAD are answered: other
+/// methods under `/v2` are 405, elsewhere 404, as unknown paths are.
+pub fn route(method: &Method, path: &str) -> Routed {
+    let read = matches!(*method, Method::GET | Method::HEAD);
+    let no_route = || ApiError::NoRoute(path.to_owned());
+    if let Some(operation) = Operation::of(path) {
+        return Routed {
+            endpoint: None,
+            route: if read {
+                Ok(Route::Operation(operation))
+            } else {
+                Err(no_route())
+            },
+        };
     }
-    let rest = rest.strip_prefix('/')?;
-    if let Some(name) = rest.strip_suffix("/tags/list") {
-        return (!name.is_empty()).then_some(Route::Tags { name });
-    }
-    let (head, last) = split_last(rest)?;
-    let (name, kind) = split_last(head)?;
-    if name.is_empty() || last.is_empty() {
-        return None;
-    }
-    match kind {
-        "manifests" => Some(Route::Manifest {
-            name,
-            reference: last,
-        }),
-        "blobs" => Some(Route::Blob { name, digest: last }),
-        "referrers" => Some(Route::Referrers { name, digest: last }),
-        _ => None,
+    let shape = Shape::of(path);
+    let route = match shape {
+        _ if !read && is_api(path) => Err(ApiError::MethodNotAllowed(method.to_string())),
+        Some(shape) if read => shape.validate(),
+        _ => Err(no_route()),
+    };
+    Routed {
+        endpoint: Some(shape.map_or(Endpoint::Other, Shape::endpoint)),
+        route,
     }
 }
 
@@ -78,16 +245,22 @@ mod tests {
     use rstest::rstest;
 
     #[rstest]
-    #[case("/v2", Some(Route::Base))]
-    #[case("/v2/", Some(Route::Base))]
-    #[case("/v2/_catalog", Some(Route::Catalog))]
-    #[case("/v2/charts/hello/tags/list", Some(Route::Tags { name: "charts/hello" }))]
-    #[case("/v2/a/manifests/1.0.0", Some(Route::Manifest { name: "a", reference: "1.0.0" }))]
-    #[case("/v2/a/b/c/manifests/sha256:x", Some(Route::Manifest { name: "a/b/c", reference: "sha256:x" }))]
-    #[case("/v2/a/manifests/b/manifests/c", Some(Route::Manifest { name: "a/manifests/b", reference: "c" }))]
-    #[case("/v2/a/blobs/sha256:x", Some(Route::Blob { name: "a", digest: "sha256:x" }))]
-    #[case("/v2/a/referrers/sha256:x", Some(Route::Referrers { name: "a", digest: "sha256:x" }))]
-    #[case("/v2/tags/list/tags/list", Some(Route::Tags { name: "tags/list" }))]
+    #[case("/v2", Some(Shape::Base))]
+    #[case("/v2/", Some(Shape::Base))]
+    #[case("/v2/_catalog", Some(Shape::Catalog))]
+    #[case("/v2/charts/hello/tags/list", Some(Shape::Tags("charts/hello")))]
+    #[case("/v2/a/manifests/1.0.0", Some(Shape::Manifest("a", "1.0.0")))]
+    #[case(
+        "/v2/a/b/c/manifests/sha256:x",
+        Some(Shape::Manifest("a/b/c", "sha256:x"))
+    )]
+    #[case(
+        "/v2/a/manifests/b/manifests/c",
+        Some(Shape::Manifest("a/manifests/b", "c"))
+    )]
+    #[case("/v2/a/blobs/sha256:x", Some(Shape::Blob("a", "sha256:x")))]
+    #[case("/v2/a/referrers/sha256:x", Some(Shape::Referrers("a", "sha256:x")))]
+    #[case("/v2/tags/list/tags/list", Some(Shape::Tags("tags/list")))]
     #[case("/v2/a/blobs/uploads/", None)]
     #[case("/v2/a/manifests/", None)]
     #[case("/v2//manifests/x", None)]
@@ -99,8 +272,74 @@ mod tests {
     #[case("/v1/a/manifests/b", None)]
     #[case("/", None)]
     #[case("/v2/_catalog/x", None)]
-    fn classifies(#[case] path: &str, #[case] expected: Option<Route<'_>>) {
-        assert_eq!(classify(path), expected);
+    fn shapes(#[case] path: &str, #[case] expected: Option<Shape<'_>>) {
+        assert_eq!(Shape::of(path), expected);
+    }
+
+    fn routed(method: Method, path: &str) -> (Option<&'static str>, Result<Route, String>) {
+        let r = route(&method, path);
+        (
+            r.endpoint.map(Endpoint::label),
+            r.route.map_err(|e| {
+                let code = serde_json::to_value(e.code()).unwrap();
+                code.as_str().unwrap().to_owned()
+            }),
+        )
+    }
+
+    #[rstest]
+    #[case(Method::GET, "/v2/", Some("base"), Ok(Route::Base))]
+    #[case(Method::HEAD, "/v2/_catalog", Some("catalog"), Ok(Route::Catalog))]
+    #[case(Method::GET, "/v2/a/tags/list", Some("tags"), Ok(Route::Tags("a".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/manifests/v1", Some("manifests"), Ok(Route::Manifest("a".parse().unwrap(), "v1".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/blobs/sha256:0000000000000000000000000000000000000000000000000000000000000000", Some("blobs"), Ok(Route::Blob("a".parse().unwrap(), "sha256:0000000000000000000000000000000000000000000000000000000000000000".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/referrers/sha256:0000000000000000000000000000000000000000000000000000000000000000", Some("referrers"), Ok(Route::Referrers("a".parse().unwrap(), "sha256:0000000000000000000000000000000000000000000000000000000000000000".parse().unwrap())))]
+    #[case(Method::GET, "/v2/A/manifests/v1", Some("manifests"), Err("NAME_INVALID".to_owned()))]
+    #[case(Method::GET, "/v2/a/manifests/sha256:short", Some("manifests"), Err("DIGEST_INVALID".to_owned()))]
+    #[case(Method::GET, "/v2/a/manifests/not%20a%20tag", Some("manifests"), Err("MANIFEST_UNKNOWN".to_owned()))]
+    #[case(Method::GET, "/v2/a/manifests/1.2.3+build.7", Some("manifests"), Ok(Route::Manifest("a".parse().unwrap(), "1.2.3_build.7".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/blobs/nope", Some("blobs"), Err("DIGEST_INVALID".to_owned()))]
+    #[case(Method::PUT, "/v2/a/manifests/v1", Some("manifests"), Err("UNSUPPORTED".to_owned()))]
+    #[case(Method::DELETE, "/v2/nothing", Some("other"), Err("UNSUPPORTED".to_owned()))]
+    #[case(Method::GET, "/v2/a/other/x", Some("other"), Err("UNSUPPORTED".to_owned()))]
+    #[case(Method::GET, "/elsewhere", Some("other"), Err("UNSUPPORTED".to_owned()))]
+    #[case(
+        Method::GET,
+        "/healthz",
+        None,
+        Ok(Route::Operation(Operation::Healthz))
+    )]
+    #[case(Method::GET, "/readyz", None, Ok(Route::Operation(Operation::Readyz)))]
+    #[case(
+        Method::HEAD,
+        "/metrics",
+        None,
+        Ok(Route::Operation(Operation::Metrics))
+    )]
+    #[case(Method::POST, "/healthz", None, Err("UNSUPPORTED".to_owned()))]
+    fn routes(
+        #[case] method: Method,
+        #[case] path: &str,
+        #[case] endpoint: Option<&'static str>,
+        #[case] expected: Result<Route, String>,
+    ) {
+        assert_eq!(routed(method, path), (endpoint, expected));
+    }
+
+    #[test]
+    fn every_endpoint_has_its_own_label_at_its_index() {
+        for (i, endpoint) in Endpoint::ALL.iter().enumerate() {
+            assert_eq!(endpoint.index(), i, "{endpoint:?}");
+            assert_eq!(LABELS[i], endpoint.label());
+        }
+        let mut labels = LABELS.to_vec();
+        labels.sort_unstable();
+        labels.dedup();
+        assert_eq!(
+            labels.len(),
+            LABELS.len(),
+            "labels are distinct: {LABELS:?}"
+        );
     }
 
     #[test]

@@ -9,10 +9,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::pack::{self, PackError};
+use crate::content_file::ContentFile;
+use crate::pack::{self, LayoutSpec, Report, Request};
 
-/// Makes chartreg's content: Helm charts in, OCI image layouts out (run it on the build
-/// machine; the `chartreg` server embeds what it writes).
+/// Makes chartreg's content: Helm charts and OCI image layouts in, OCI image layouts out (run it
+/// on the build machine; the `chartreg` server embeds what it writes).
 #[derive(Debug, Parser)]
 #[command(name = "chartreg-build", version)]
 pub struct Cli {
@@ -22,22 +23,69 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Turn Helm chart packages into OCI image layouts, one per chart.
+    /// Turn charts (packages and folders) and OCI image layouts into the layouts chartreg serves.
     Pack(PackArgs),
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct PackArgs {
-    /// Chart packages (`.tgz`) or folders holding them; a `.tgz.prov` beside a package is
-    /// added as its provenance.
-    #[arg(default_value = "charts")]
+    /// Chart packages (`.tgz`, with a `.tgz.prov` beside one added as its provenance), chart
+    /// folders (with a `Chart.yaml`), or folders holding them [default: charts, when nothing
+    /// else is given].
     pub inputs: Vec<PathBuf>,
-    /// Folder to write into; `<out>/<prefix>` is replaced as a whole.
+    /// An OCI image layout to serve as a repository: `DIR=REPOSITORY`, or `DIR=REPOSITORY:TAG`
+    /// to take one tag (repeatable).
+    #[arg(long = "layout", value_name = "DIR=REPOSITORY[:TAG]", value_parser = layout_spec)]
+    pub layouts: Vec<LayoutSpec>,
+    /// A content file listing the inputs (see the README); paths in it are relative to it.
+    #[arg(long, env = "CHARTREG_PACK_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Folder to write into: one folder per repository, and the record of what pack wrote.
     #[arg(long, env = "CHARTREG_PACK_OUT", default_value = "assets")]
     pub out: PathBuf,
     /// Repository path prefix: charts are served as `<prefix>/<chart name>`.
-    #[arg(long, env = "CHARTREG_PACK_PREFIX", default_value = "charts")]
-    pub prefix: String,
+    #[arg(long, env = "CHARTREG_PACK_PREFIX")]
+    pub prefix: Option<String>,
+    /// Write nothing; fail, naming them, if the committed parts of the output (chart
+    /// repositories and the record) are not what packing gives.
+    #[arg(long)]
+    pub check: bool,
+}
+
+fn layout_spec(s: &str) -> Result<LayoutSpec, String> {
+    s.parse()
+}
+
+impl PackArgs {
+    /// The request these arguments (and the content file, if any) make.
+    fn request(&self) -> Result<Request, String> {
+        let mut charts = Vec::new();
+        let mut layouts = Vec::new();
+        let mut prefix = None;
+        if let Some(path) = &self.config {
+            let file = ContentFile::read(path)?;
+            if let Some(c) = &file.charts {
+                charts.extend(c.from.iter().cloned());
+                prefix.clone_from(&c.prefix);
+            }
+            layouts.extend(file.layout_specs(path)?);
+        }
+        charts.extend(self.inputs.iter().cloned());
+        layouts.extend(self.layouts.iter().cloned());
+        if charts.is_empty() && layouts.is_empty() && self.config.is_none() {
+            charts.push(PathBuf::from("charts"));
+        }
+        Ok(Request {
+            charts,
+            prefix: self
+                .prefix
+                .clone()
+                .or(prefix)
+                .unwrap_or_else(|| "charts".to_owned()),
+            layouts,
+            out: self.out.clone(),
+        })
+    }
 }
 
 /// Parses `args`, runs the command, and says how it went.
@@ -61,18 +109,38 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
-fn run_pack(args: &PackArgs) -> Result<(), PackError> {
-    let report = pack::pack(&args.inputs, &args.out, &args.prefix)?;
-    let target = args.out.join(&args.prefix);
-    let what = match report.outcome {
+fn run_pack(args: &PackArgs) -> Result<(), String> {
+    let request = args.request()?;
+    if args.check {
+        let report = pack::check(&request).map_err(|e| e.to_string())?;
+        println!(
+            "up to date: {} ({})",
+            request.out.display(),
+            counts(&report)
+        );
+        return Ok(());
+    }
+    let report = pack::pack(&request).map_err(|e| e.to_string())?;
+    let what = match report.outcome() {
         chartreg_core::tree::Outcome::Written => "wrote",
         chartreg_core::tree::Outcome::Unchanged => "unchanged:",
     };
-    println!(
-        "{what} {} ({} charts, {} versions)",
-        target.display(),
-        report.charts,
-        report.versions
-    );
+    println!("{what} {} ({})", request.out.display(), counts(&report));
+    for name in &report.written {
+        println!("  wrote {name}");
+    }
+    for name in &report.removed {
+        println!("  removed {name}");
+    }
     Ok(())
+}
+
+fn counts(report: &Report) -> String {
+    let mut text = format!("{} charts, {} versions", report.charts, report.versions);
+    match report.layouts {
+        0 => {}
+        1 => text.push_str(", 1 image layout"),
+        n => text.push_str(&format!(", {n} image layouts")),
+    }
+    text
 }

@@ -1,7 +1,9 @@
 //! chartreg-build: makes the content that the chartreg server embeds. It runs on the build
 //! machine, never in the cluster, and never embeds anything itself.
 //!
-//! - [`pack`] turns inputs (today Helm chart packages) into OCI image layouts under `assets/`.
+//! - [`pack`] turns inputs (chart packages, chart folders, OCI image layouts) into the OCI
+//!   image layouts under `assets/` that the server embeds.
+//! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
 //! - [`cli`] is the command line, `chartreg-build pack ...`.
 //!
 //! Everything it shares with the server (OCI vocabulary, layout writing) comes from
@@ -9,4 +11,5 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod content_file;
 pub mod pack;

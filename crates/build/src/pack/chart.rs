@@ -73,7 +73,7 @@ pub fn read(package: &[u8]) -> Result<Chart, Problem> {
     })
 }
 
-fn gunzip(package: &[u8]) -> Result<Vec<u8>, Problem> {
+pub(super) fn gunzip(package: &[u8]) -> Result<Vec<u8>, Problem> {
     if !package.starts_with(&[0x1f, 0x8b]) {
         return Err(Problem::NotGzip);
     }
@@ -162,8 +162,7 @@ fn validate(m: &Metadata) -> Result<Tag, Problem> {
     if version.is_empty() {
         return Err(Problem::MissingField("version"));
     }
-    semver::Version::parse(version)
-        .map_err(|e| Problem::Version(version.to_owned(), e.to_string()))?;
+    super::version::check(version).map_err(|e| Problem::Version(version.to_owned(), e))?;
     let tag = version.replace('+', "_");
     let tag: Tag = tag
         .parse()

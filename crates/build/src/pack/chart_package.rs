@@ -1,5 +1,5 @@
-//! The chart package input: a Helm chart package (`.tgz`) and the `.tgz.prov` beside it, laid
-//! out as `helm push` would push them: the config blob (Chart.yaml metadata as Helm's JSON, see
+//! The chart input: a Helm chart package (`.tgz`) and the `.tgz.prov` beside it, or a chart
+//! folder packaged (`chart_folder`), laid out as `helm push` would push them: the config blob (Chart.yaml metadata as Helm's JSON, see
 //! `metadata`), the package bytes unchanged as the chart layer, the `.prov` as a provenance
 //! layer, and a manifest with Helm's annotations, tagged with the version (`+` written `_`);
 //! one repository `<prefix>/<chart name>` per chart, holding all its versions.
@@ -14,20 +14,38 @@ use chartreg_core::oci::{Digest, RepositoryName, gojson, media_type};
 use chartreg_core::tree::{BlobFile, LayoutBuilder, Tree};
 
 use super::chart::{self, Chart};
-use super::{PackError, Packed, Problem, at, io_at, provenance};
+use super::{PackError, Problem, at, chart_folder, io_at, provenance};
 
 const PACKAGE_EXT: &str = ".tgz";
 const PROVENANCE_EXT: &str = ".prov";
 
-/// One chart package, read and checked: its file, what it holds, and its provenance file.
+/// One chart, read and checked: where it came from, its package, what it holds, and its
+/// provenance file.
 #[derive(Debug, Clone)]
 pub struct ChartPackage {
+    /// The package file or the chart folder.
     pub path: PathBuf,
-    /// The package as the chart layer: this file, with the digest of the bytes that were read.
-    pub package: BlobFile,
+    pub layer: Layer,
     pub chart: Chart,
-    /// The `.tgz.prov` beside the package, checked against it.
+    /// The `.tgz.prov` beside a package, checked against it.
     pub provenance: Option<BlobFile>,
+}
+
+/// The chart layer: a package file (by reference, with the digest of the bytes that were
+/// read), or the package made from a folder.
+#[derive(Debug, Clone)]
+pub enum Layer {
+    File(BlobFile),
+    Packaged { data: Vec<u8>, digest: Digest },
+}
+
+impl Layer {
+    pub fn digest(&self) -> &Digest {
+        match self {
+            Layer::File(file) => &file.digest,
+            Layer::Packaged { digest, .. } => digest,
+        }
+    }
 }
 
 fn provenance_path(package: &Path) -> PathBuf {
@@ -64,15 +82,29 @@ impl ChartPackage {
         };
         Ok(ChartPackage {
             path: path.to_owned(),
-            package: blob,
+            layer: Layer::File(blob),
             chart,
             provenance,
         })
     }
 
+    /// Packages the chart folder `folder` (see `chart_folder`).
+    pub fn from_folder(folder: &Path) -> Result<ChartPackage, PackError> {
+        let (data, chart) = chart_folder::package(folder)?;
+        Ok(ChartPackage {
+            path: folder.to_owned(),
+            layer: Layer::Packaged {
+                digest: Digest::sha256_of(&data),
+                data,
+            },
+            chart,
+            provenance: None,
+        })
+    }
+
     /// Whether `other` is the same package with the same provenance file.
     fn same_as(&self, other: &ChartPackage) -> bool {
-        self.package.digest == other.package.digest
+        self.layer.digest() == other.layer.digest()
             && self.provenance.as_ref().map(|p| &p.digest)
                 == other.provenance.as_ref().map(|p| &p.digest)
     }
@@ -134,7 +166,11 @@ fn helm_annotations(chart: &Chart) -> Annotations {
 fn lay_out_version(layout: &mut LayoutBuilder, package: &ChartPackage) -> Descriptor {
     let chart = &package.chart;
     let config = layout.blob(media_type::HELM_CONFIG, gojson::to_vec(&chart.metadata));
-    let mut layers = vec![layout.blob_file(media_type::HELM_CHART, package.package.clone())];
+    let chart_layer = match &package.layer {
+        Layer::File(file) => layout.blob_file(media_type::HELM_CHART, file.clone()),
+        Layer::Packaged { data, .. } => layout.blob(media_type::HELM_CHART, data.clone()),
+    };
+    let mut layers = vec![chart_layer];
     if let Some(prov) = &package.provenance {
         layers.push(layout.blob_file(media_type::HELM_PROVENANCE, prov.clone()));
     }
@@ -147,12 +183,21 @@ fn lay_out_version(layout: &mut LayoutBuilder, package: &ChartPackage) -> Descri
     layout.manifest(media_type::OCI_MANIFEST, &manifest)
 }
 
+/// One chart's repository: its name, tree, how many versions it holds, and an input it
+/// came from (for messages).
+pub(super) struct ChartRepository {
+    pub repository: String,
+    pub tree: Tree,
+    pub versions: usize,
+    pub source: PathBuf,
+}
+
 /// Lays out every package as OCI image layouts under `<prefix>/<chart name>/`; the same
 /// package given twice counts once, two packages of one chart version are an error.
 pub(super) fn lay_out<'a>(
     packages: impl IntoIterator<Item = &'a ChartPackage>,
     prefix: &str,
-) -> Result<Packed, PackError> {
+) -> Result<Vec<ChartRepository>, PackError> {
     // repository -> tag -> package
     let mut repositories: BTreeMap<String, BTreeMap<&str, &ChartPackage>> = BTreeMap::new();
     for package in packages {
@@ -179,18 +224,21 @@ pub(super) fn lay_out<'a>(
         versions.insert(chart.tag.as_str(), package);
     }
 
-    let mut packed = Packed {
-        tree: Tree::new(),
-        charts: repositories.len(),
-        versions: repositories.values().map(BTreeMap::len).sum(),
-    };
+    let mut laid_out = Vec::with_capacity(repositories.len());
     for (repository, versions) in repositories {
         let mut layout = LayoutBuilder::new(&repository);
-        for (tag, package) in versions {
+        let mut source = PathBuf::new();
+        for (tag, package) in &versions {
             let manifest = lay_out_version(&mut layout, package);
             layout.list(manifest, Some(tag));
+            source.clone_from(&package.path);
         }
-        packed.tree.extend(layout.finish());
+        laid_out.push(ChartRepository {
+            repository,
+            tree: layout.finish(),
+            versions: versions.len(),
+            source,
+        });
     }
-    Ok(packed)
+    Ok(laid_out)
 }

@@ -1,136 +1,80 @@
 //! `chartreg-build pack`: inputs in, one OCI image layout per repository out, under `assets/`.
 //!
 //! The pipeline:
-//! 1. [`read_inputs`] turns each path it is given into [`Input`]s, one kind each (today only
-//!    chart packages: every `*.tgz` of a folder, with the `.tgz.prov` beside it), reading and
-//!    checking each one as it goes, so a bad input is refused before anything is written.
-//! 2. [`build`] lays every input out with its kind's module (`chart_package`), giving a
-//!    [`Tree`]: layout documents in memory and blobs by reference to the input files (path,
-//!    size, digest), never their bytes.
-//! 3. [`chartreg_core::tree::replace`] swaps `<out>/<prefix>` for that tree, streaming blobs
-//!    into place and checking their digests again; it leaves the folder untouched when nothing
-//!    changed, and as it was when anything fails.
+//! 1. [`read_inputs`] turns each input into an [`Input`] of its kind, reading and checking it
+//!    as it goes, so that a bad input is refused before anything is written:
+//!    - chart packages (`*.tgz`, with the `.tgz.prov` beside them: `chart_package`),
+//!    - chart folders (a folder with `Chart.yaml`, packaged as `helm package` would, but
+//!      deterministically: `chart_folder`),
+//!    - OCI image layouts (`--layout DIR=REPOSITORY[:TAG]`: `image_layout`).
+//! 2. [`build`] lays every input out: one [`Tree`] per repository (layout documents in
+//!    memory, blobs by reference to the input files: path, size, digest, never their bytes).
+//! 3. [`pack`] checks who owns what in the output folder (`owned`), then swaps each
+//!    repository's folder for its tree ([`chartreg_core::tree::replace`]: blobs streamed into
+//!    place with their digests checked again, an unchanged repository left untouched), removes
+//!    the chart repositories it no longer has inputs for, and writes down what it wrote.
+//!    [`check`] does the same comparisons and writes nothing.
 //!
 //! Output depends only on the inputs: `created` comes from the package, never from a clock or
 //! file-system time, and every map is ordered.
 
 mod chart;
+mod chart_folder;
 mod chart_package;
+mod helmignore;
+mod image_layout;
 pub mod metadata;
+mod owned;
+mod problem;
 mod provenance;
+mod version;
 
+use std::collections::BTreeMap;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
-use chartreg_core::oci::{Digest, NameError, RepositoryName, TagError};
+use chartreg_core::oci::RepositoryName;
 use chartreg_core::tree::{self, Outcome, Tree};
 
 pub use chart::{Chart, MAX_DECOMPRESSED};
-pub use chart_package::ChartPackage;
+pub use chart_package::{ChartPackage, Layer};
+pub use image_layout::{ImageLayout, LayoutSpec};
+pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record};
+pub use problem::{PackError, Problem};
+pub(crate) use problem::{at, io_at};
+pub use version::VersionError;
 
-/// A problem with one input file.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {problem}", path.display())]
-pub struct PackError {
-    pub path: PathBuf,
-    pub problem: Problem,
+/// What one run packs, and where.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Chart packages, chart folders, or folders holding them.
+    pub charts: Vec<PathBuf>,
+    /// Chart repositories are `<prefix>/<chart name>`.
+    pub prefix: String,
+    pub layouts: Vec<LayoutSpec>,
+    pub out: PathBuf,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum Problem {
-    #[error("{0}")]
-    Io(String),
-    #[error("no chart packages (*.tgz) found")]
-    NoPackages,
-    #[error("a provenance file with no package beside it (expected {0})")]
-    OrphanProvenance(String),
-    #[error("not a gzip file (a Helm chart package is a .tgz)")]
-    NotGzip,
-    #[error("corrupt gzip data: {0}")]
-    Gzip(String),
-    #[error("decompresses to more than {} MiB, the most Helm loads", MAX_DECOMPRESSED / 1024 / 1024)]
-    TooLarge,
-    #[error("not a valid tar archive: {0}")]
-    Tar(String),
-    #[error(
-        "no Chart.yaml in the archive's top folder (a chart package holds `<name>/Chart.yaml`)"
-    )]
-    NoChartYaml,
-    #[error("Chart.yaml is at the top of the archive, not inside the chart's folder")]
-    ChartYamlAtTop,
-    #[error("invalid YAML in {0}: {1}")]
-    Yaml(&'static str, String),
-    #[error("invalid chart metadata: {0}")]
-    Metadata(String),
-    #[error("Chart.yaml has no `{0}`")]
-    MissingField(&'static str),
-    #[error("invalid chart name `{0}`")]
-    InvalidChartName(String),
-    #[error(
-        "chart version `{0}` is not semantic versioning 2.0 (e.g. 1.2.3, 1.2.3-rc.1, 1.2.3+build.4): {1}"
-    )]
-    Version(String, String),
-    #[error("chart version `{0}` cannot be an OCI tag: {1}")]
-    Tag(String, TagError),
-    #[error("chart type `{0}` must be `application` or `library`")]
-    ChartType(String),
-    #[error("dependency alias `{0}` may only hold letters, digits, `_` and `-`")]
-    DependencyAlias(String),
-    #[error("more than one dependency named or aliased `{0}`")]
-    DuplicateDependency(String),
-    #[error("chart `{chart}` cannot be served as `{repository}`: {error}")]
-    RepositoryName {
-        chart: String,
-        repository: String,
-        error: NameError,
-    },
-    #[error("invalid --prefix: {0}")]
-    Prefix(NameError),
-    #[error("{name} {version} is also packaged, with different bytes, in {}", other.display())]
-    Conflict {
-        name: String,
-        version: String,
-        other: PathBuf,
-    },
-    #[error("invalid provenance file: {0}")]
-    Provenance(String),
-    #[error("the provenance file has no checksum for `{0}`")]
-    ProvenanceMissing(String),
-    #[error("the provenance file says the package is {listed}, but it is {actual}")]
-    ProvenanceMismatch { listed: String, actual: Digest },
-    #[error("cannot write the output: {0}")]
-    Write(String),
-}
-
-fn at(path: &Path) -> impl Fn(Problem) -> PackError + '_ {
-    move |problem| PackError {
-        path: path.to_owned(),
-        problem,
-    }
-}
-
-fn io_at(path: &Path) -> impl Fn(io::Error) -> PackError + '_ {
-    move |e| PackError {
-        path: path.to_owned(),
-        problem: Problem::Io(e.to_string()),
-    }
-}
-
-/// One input of `pack`, by kind; each kind has its module.
+/// One input, by kind.
 #[derive(Debug, Clone)]
 pub enum Input {
-    /// A Helm chart package (`.tgz`) and its optional provenance file.
-    ChartPackage(ChartPackage),
+    /// A chart, from its package or its folder (boxed: its metadata is large).
+    Chart(Box<ChartPackage>),
+    Layout(ImageLayout),
 }
 
-/// Reads every input named by `paths`: files as given, folders for their `*.tgz` files.
-pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, PackError> {
+/// Reads every input of `request`: chart files as given, chart folders, folders for their
+/// `*.tgz` files and chart folders; then each layout.
+pub fn read_inputs(request: &Request) -> Result<Vec<Input>, PackError> {
     let mut found = Vec::new();
-    for path in paths {
+    for path in &request.charts {
         let meta = fs::metadata(path).map_err(io_at(path))?;
         if !meta.is_dir() {
-            found.push(Input::ChartPackage(ChartPackage::read(path)?));
+            found.push(Input::Chart(Box::new(ChartPackage::read(path)?)));
+            continue;
+        }
+        if chart_folder::is_chart_folder(path) {
+            found.push(Input::Chart(Box::new(ChartPackage::from_folder(path)?)));
             continue;
         }
         let mut names: Vec<PathBuf> = fs::read_dir(path)
@@ -140,55 +84,263 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, PackError> {
             .map_err(io_at(path))?;
         names.sort();
         for name in &names {
-            if let Some(package) = chart_package::in_folder(name)? {
-                found.push(Input::ChartPackage(ChartPackage::read(&package)?));
+            if name.is_dir() && chart_folder::is_chart_folder(name) {
+                found.push(Input::Chart(Box::new(ChartPackage::from_folder(name)?)));
+            } else if let Some(package) = chart_package::in_folder(name)? {
+                found.push(Input::Chart(Box::new(ChartPackage::read(&package)?)));
             }
         }
     }
-    if found.is_empty() {
-        let first = paths.first().cloned().unwrap_or_default();
-        return Err(at(&first)(Problem::NoPackages));
+    if !request.charts.is_empty() && found.is_empty() {
+        return Err(at(&request.charts[0])(Problem::NoPackages));
+    }
+    for spec in &request.layouts {
+        found.push(Input::Layout(ImageLayout::read(spec)?));
     }
     Ok(found)
 }
 
-/// The layouts of a set of inputs, and how many charts and versions they hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Every repository the inputs make, with what owns it and its tree.
+#[derive(Debug, Clone)]
 pub struct Packed {
-    pub tree: Tree,
+    pub repositories: BTreeMap<String, (Owner, Tree)>,
     pub charts: usize,
     pub versions: usize,
+    pub layouts: usize,
 }
 
-/// Lays out every input under `<prefix>/`.
-pub fn build(inputs: &[Input], prefix: &str) -> Result<Packed, PackError> {
+/// Lays out every input (charts under `<prefix>/`); two inputs for one repository are an
+/// error naming both.
+pub fn build(inputs: &[Input], prefix: &str, out: &Path) -> Result<Packed, PackError> {
     prefix
         .parse::<RepositoryName>()
         .map_err(|e| at(Path::new(prefix))(Problem::Prefix(e)))?;
-    let packages = inputs.iter().map(|input| match input {
-        Input::ChartPackage(package) => package,
+    let packages = inputs.iter().filter_map(|input| match input {
+        Input::Chart(package) => Some(package.as_ref()),
+        Input::Layout(_) => None,
     });
-    chart_package::lay_out(packages, prefix)
+    let charts = chart_package::lay_out(packages, prefix)?;
+    let mut packed = Packed {
+        charts: charts.len(),
+        versions: charts.iter().map(|c| c.versions).sum(),
+        layouts: 0,
+        repositories: BTreeMap::new(),
+    };
+    // Where each repository comes from, for messages.
+    let mut sources: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for chart in charts {
+        sources.insert(chart.repository.clone(), chart.source);
+        let owner = Owner::Chart {
+            prefix: prefix.to_owned(),
+        };
+        packed
+            .repositories
+            .insert(chart.repository, (owner, chart.tree));
+    }
+    for input in inputs {
+        let Input::Layout(layout) = input else {
+            continue;
+        };
+        let name = layout.spec.repository.as_str().to_owned();
+        if let Some(other) = sources.get(&name) {
+            return Err(at(&layout.spec.dir)(Problem::RepositoryTwice {
+                repository: name,
+                other: other.clone(),
+            }));
+        }
+        sources.insert(name.clone(), layout.spec.dir.clone());
+        let owner = Owner::Layout {
+            from: shown_from(&layout.spec.dir, out),
+        };
+        packed
+            .repositories
+            .insert(name, (owner, layout.tree.clone()));
+        packed.layouts += 1;
+    }
+    Ok(packed)
 }
 
-/// What one `pack` run did.
+/// A layout folder as the record shows it: relative to the folder holding the output folder
+/// (the repository root, for `assets/`), so that the record is the same on every machine;
+/// as given when it lies elsewhere.
+fn shown_from(dir: &Path, out: &Path) -> String {
+    let base = out
+        .canonicalize()
+        .ok()
+        .or_else(|| {
+            out.parent()
+                .and_then(|p| p.canonicalize().ok())
+                .map(|p| p.join("x"))
+        })
+        .and_then(|out| out.parent().map(Path::to_path_buf));
+    let relative = match (base, dir.canonicalize()) {
+        (Some(base), Ok(dir)) => dir.strip_prefix(&base).ok().map(Path::to_path_buf),
+        _ => None,
+    };
+    relative
+        .unwrap_or_else(|| dir.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// What one run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     pub charts: usize,
     pub versions: usize,
-    pub outcome: Outcome,
+    pub layouts: usize,
+    /// Repositories written (new or changed), removed, and left as they were.
+    pub written: Vec<String>,
+    pub removed: Vec<String>,
+    pub unchanged: usize,
 }
 
-/// `chartreg-build pack`: reads `inputs`, lays them out, writes `<out>/<prefix>`.
-pub fn pack(inputs: &[PathBuf], out: &Path, prefix: &str) -> Result<Report, PackError> {
-    let inputs = read_inputs(inputs)?;
-    let packed = build(&inputs, prefix)?;
-    let target = out.join(prefix);
-    let outcome = tree::replace(&packed.tree, out, prefix)
-        .map_err(|e| at(&target)(Problem::Write(e.to_string())))?;
+impl Report {
+    pub fn outcome(&self) -> Outcome {
+        if self.written.is_empty() && self.removed.is_empty() {
+            Outcome::Unchanged
+        } else {
+            Outcome::Written
+        }
+    }
+}
+
+/// A run's plan: what to write and remove, and the record afterwards.
+struct Plan {
+    packed: Packed,
+    removals: Vec<String>,
+    record: Record,
+}
+
+fn plan(request: &Request) -> Result<Plan, PackError> {
+    let inputs = read_inputs(request)?;
+    let packed = build(&inputs, &request.prefix, &request.out)?;
+    let out = &request.out;
+    let previous = Record::load(out, &request.prefix)
+        .map_err(|e| at(&out.join(RECORD_FILE))(Problem::Record(e)))?;
+    let mut record = previous.clone();
+    // Chart repositories of this prefix are this run's to keep or remove, when it has charts.
+    let mut removals = Vec::new();
+    if !request.charts.is_empty() {
+        for (name, owner) in &previous.repositories {
+            let ours = matches!(owner, Owner::Chart { prefix } if *prefix == request.prefix);
+            if ours && !packed.repositories.contains_key(name) {
+                removals.push(name.clone());
+                record.repositories.remove(name);
+            }
+        }
+    }
+    for (name, (owner, _)) in &packed.repositories {
+        let known = previous.repositories.contains_key(name);
+        if !known && out.join(name).exists() {
+            return Err(at(&out.join(name))(Problem::NotOwned(name.clone())));
+        }
+        record.repositories.insert(name.clone(), owner.clone());
+    }
+    // A repository's folder is replaced as a whole: none may lie inside another.
+    let names: Vec<&String> = record.repositories.keys().collect();
+    for outer in &names {
+        if let Some(inner) = names.iter().find(|inner| {
+            inner.len() > outer.len()
+                && inner.starts_with(outer.as_str())
+                && inner.as_bytes()[outer.len()] == b'/'
+        }) {
+            return Err(at(&out.join(inner.as_str()))(Problem::Nested {
+                inner: (*inner).clone(),
+                outer: (*outer).clone(),
+            }));
+        }
+    }
+    Ok(Plan {
+        packed,
+        removals,
+        record,
+    })
+}
+
+/// The small files `pack` keeps beside the repositories: the record and the `.gitignore`.
+fn bookkeeping(record: &Record) -> [(&'static str, Option<Vec<u8>>); 2] {
+    [
+        (RECORD_FILE, Some(record.to_bytes())),
+        (GITIGNORE_FILE, record.gitignore()),
+    ]
+}
+
+/// `chartreg-build pack`: reads and lays out the inputs, then writes the output folder.
+pub fn pack(request: &Request) -> Result<Report, PackError> {
+    let plan = plan(request)?;
+    let out = &request.out;
+    let write_error = |e: tree::WriteError| at(out)(Problem::Write(e.to_string()));
+    let mut report = Report {
+        charts: plan.packed.charts,
+        versions: plan.packed.versions,
+        layouts: plan.packed.layouts,
+        written: Vec::new(),
+        removed: Vec::new(),
+        unchanged: 0,
+    };
+    for (name, (_, tree)) in &plan.packed.repositories {
+        match tree::replace(tree, out, name).map_err(write_error)? {
+            Outcome::Written => report.written.push(name.clone()),
+            Outcome::Unchanged => report.unchanged += 1,
+        }
+    }
+    for name in &plan.removals {
+        let folder = out.join(name);
+        if folder.exists() {
+            fs::remove_dir_all(&folder).map_err(io_at(&folder))?;
+            report.removed.push(name.clone());
+        }
+    }
+    for (file, data) in bookkeeping(&plan.record) {
+        let path = out.join(file);
+        match data {
+            Some(data) if fs::read(&path).ok().as_deref() != Some(data.as_slice()) => {
+                let staged = out.join(format!("{file}.new"));
+                fs::write(&staged, &data).map_err(io_at(&staged))?;
+                fs::rename(&staged, &path).map_err(io_at(&path))?;
+            }
+            None if path.exists() => fs::remove_file(&path).map_err(io_at(&path))?,
+            _ => {}
+        }
+    }
+    Ok(report)
+}
+
+/// Whether the output folder already holds what `pack` would write of what is committed: the
+/// chart repositories and the bookkeeping files (image layouts are rebuilt, not committed).
+/// Writes nothing; stale parts are an error naming each.
+pub fn check(request: &Request) -> Result<Report, PackError> {
+    let plan = plan(request)?;
+    let out = &request.out;
+    let mut stale = Vec::new();
+    for (name, (owner, tree)) in &plan.packed.repositories {
+        if matches!(owner, Owner::Chart { .. })
+            && !tree::holds(tree, out, name).map_err(|e| at(out)(Problem::Write(e.to_string())))?
+        {
+            stale.push(name.clone());
+        }
+    }
+    for name in &plan.removals {
+        if out.join(name).exists() {
+            stale.push(format!("{name} (no longer packed)"));
+        }
+    }
+    for (file, data) in bookkeeping(&plan.record) {
+        let present = fs::read(out.join(file)).ok();
+        if present != data {
+            stale.push(file.to_owned());
+        }
+    }
+    if !stale.is_empty() {
+        return Err(at(out)(Problem::Stale(stale)));
+    }
     Ok(Report {
-        charts: packed.charts,
-        versions: packed.versions,
-        outcome,
+        charts: plan.packed.charts,
+        versions: plan.packed.versions,
+        layouts: plan.packed.layouts,
+        written: Vec::new(),
+        removed: Vec::new(),
+        unchanged: plan.packed.repositories.len(),
     })
 }

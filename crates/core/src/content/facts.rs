@@ -1,34 +1,92 @@
 //! Build-time facts: what loading found the embedded content to be, written down by build.rs
-//! (which loads the content itself with this crate, a build-dependency), so that
-//! start-up builds the registry without reading any JSON or checking anything twice.
+//! (which loads the content with this crate, a build-dependency), so that start-up builds the
+//! registry without reading any JSON or checking anything twice.
 //!
-//! Facts name bodies, they never copy them: each manifest and blob body is one of the input
-//! files, written as its number. The strings the registry keeps (digests with their quotes,
-//! media types, repository names, tags) are copied into the facts' string area, each distinct
-//! string once: start-up reads them in one sequential pass, where the same strings in the JSON
-//! lie all over the binary, a page each. Facts are bound to the content they describe: they
-//! hold every file's sha256, and [`read`] refuses them ([`Stale`]) unless the files it is given
-//! have exactly those, in that order. What is read back is checked as far as it can be without
-//! the JSON: every digest must name the sha256 of the file it is the digest of, names and tags
-//! must be valid, tags and repositories in order (each once). So facts can only make start-up
-//! faster: when they do not fit, start-up loads and checks everything. Content with referrers
-//! is not written down (a referrer's descriptor is a whole JSON document): such content is
-//! checked at start-up.
+//! The facts are a serde struct ([`Facts`]) encoded with postcard and decoded without copies:
+//! its strings borrow the facts' bytes, and what the registry keeps of them (quoted digests,
+//! media types) are slices of those bytes. Facts name bodies, they never copy them: each
+//! manifest and blob body is one of the input files, by its number in path order.
 //!
-//! Format (little-endian `u32`s unless said otherwise): `MAGIC`, the length of the string
-//! area and the area; the file count and each file's sha256; the summary (five `u64`s); the
-//! repository count, then for each repository its name, its unreferenced blob count, its
-//! manifests (count, then each: file, media type, quoted digest), its blobs (count, then each:
-//! file, quoted digest) and its tags in byte order (count, then each: name, position of its
-//! manifest). A string is its start in the string area and its length.
+//! Facts are bound to the content they describe: they list every file's path and sha256, and
+//! [`read`] refuses them ([`Stale`]) unless the files it is given are exactly those (matched
+//! by path, in any order). What is read back is checked as far as it can be without the JSON:
+//! every digest must name the sha256 of the file it is the digest of, names and tags must be
+//! valid, tags and repositories in order (each once). So facts can only make start-up faster:
+//! when they do not fit, start-up loads and checks everything. `chartreg verify` re-reads the
+//! content in full, should the facts ever lie.
 
 use bytes::Bytes;
 use bytestring::ByteString;
+use serde::{Deserialize, Serialize};
 
 use super::{Blob, ContentFile, HashMap, Listing, Manifest, Registry, Repository, Sha256Map};
+use crate::oci::layout::{Annotations, Descriptor, blob_path};
 use crate::oci::{Digest, RepositoryName, Tag};
 
-const MAGIC: &[u8; 8] = b"CRFACTS2";
+/// Changed whenever [`Facts`] changes shape: facts of another version are stale, not misread.
+const VERSION: u32 = 3;
+
+/// Everything start-up needs to know of the content.
+#[derive(Debug, Serialize, Deserialize)]
+struct Facts<'a> {
+    version: u32,
+    /// Every file, in path order.
+    #[serde(borrow)]
+    files: Vec<FileFacts<'a>>,
+    /// In name order.
+    #[serde(borrow)]
+    repositories: Vec<RepositoryFacts<'a>>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct FileFacts<'a> {
+    path: &'a str,
+    sha256: [u8; 32],
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct RepositoryFacts<'a> {
+    name: &'a str,
+    unreferenced: u32,
+    /// In digest order.
+    #[serde(borrow)]
+    manifests: Vec<BodyFacts<'a>>,
+    /// In digest order.
+    #[serde(borrow)]
+    blobs: Vec<BodyFacts<'a>>,
+    /// In byte order.
+    #[serde(borrow)]
+    tags: Vec<TagFacts<'a>>,
+    #[serde(borrow)]
+    referrers: Vec<ReferrerFacts<'a>>,
+}
+
+/// A manifest or blob: the file that is its body, its digest in double quotes (the ETag,
+/// holding the digest) and, for a manifest, the media type its descriptor gave.
+#[derive(Debug, Serialize, Deserialize)]
+struct BodyFacts<'a> {
+    file: u32,
+    quoted_digest: &'a str,
+    media_type: &'a str,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct TagFacts<'a> {
+    name: &'a str,
+    /// Its manifest's position in the repository's manifests.
+    manifest: u32,
+}
+
+/// A manifest with a subject: the referrers API lists it under that subject.
+#[derive(Debug, Serialize, Deserialize)]
+struct ReferrerFacts<'a> {
+    subject: &'a str,
+    /// Its position in the repository's manifests (which give its digest, type and size).
+    manifest: u32,
+    artifact_type: Option<&'a str>,
+    #[serde(borrow)]
+    annotations: Vec<(&'a str, &'a str)>,
+}
 
 /// Facts that do not describe the files at hand (or are no facts at all).
 #[derive(Debug, thiserror::Error)]
@@ -40,398 +98,304 @@ fn stale<T>(why: impl Into<String>) -> Result<T, Stale> {
 }
 
 /// The facts of `registry`, loaded from `files` (every body it holds is one of them); `None`
-/// for content they cannot describe (referrers, a file without its sha256, sizes beyond
-/// `u32`).
+/// when a file has no sha256 or a count does not fit the format.
 pub fn write(registry: &Registry, files: &[ContentFile]) -> Option<Vec<u8>> {
-    let mut w = Writer::new(files)?;
-    w.count(files.len())?;
-    for file in files {
-        w.body.extend_from_slice(&file.sha256?);
-    }
-    let s = registry.summary;
-    for n in [s.repositories, s.tags, s.manifests, s.blobs] {
-        w.body.extend_from_slice(&(n as u64).to_le_bytes());
-    }
-    w.body.extend_from_slice(&s.bytes.to_le_bytes());
-    w.count(registry.repositories.len())?;
-    for repository in registry.repositories() {
-        if !repository.referrers.is_empty() {
-            return None;
-        }
-        w.string(repository.name.as_bytes())?;
-        w.count(repository.unreferenced)?;
-        // In digest order, so that facts of the same content are the same bytes.
-        let mut manifests: Vec<_> = repository.manifests.iter().collect();
-        manifests.sort_unstable_by_key(|(hash, _)| **hash);
-        w.count(manifests.len())?;
-        for (_, m) in &manifests {
-            w.file(&m.data)?;
-            w.string(m.media_type.as_bytes())?;
-            w.quoted(&m.digest, &m.quoted_digest)?;
-        }
-        let mut blobs: Vec<_> = repository.blobs.iter().collect();
-        blobs.sort_unstable_by_key(|(hash, _)| **hash);
-        w.count(blobs.len())?;
-        for (_, b) in blobs {
-            w.file(&b.data)?;
-            w.quoted(&b.digest, &b.quoted_digest)?;
-        }
-        w.count(repository.tags().len())?;
-        for tag in repository.tags() {
-            let hash = repository.tags.get(tag)?;
-            let position = manifests.binary_search_by_key(&hash, |(h, _)| h).ok()?;
-            w.string(tag.as_bytes())?;
-            w.count(position)?;
-        }
-    }
-    let mut out = Vec::with_capacity(MAGIC.len() + 4 + w.strings.len() + w.body.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&u32::try_from(w.strings.len()).ok()?.to_le_bytes());
-    out.extend_from_slice(&w.strings);
-    out.extend_from_slice(&w.body);
-    Some(out)
+    let mut sorted: Vec<&ContentFile> = files.iter().collect();
+    sorted.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let numbers: HashMap<&str, u32> = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Some((f.path.as_ref(), u32::try_from(i).ok()?)))
+        .collect::<Option<_>>()?;
+    let facts = Facts {
+        version: VERSION,
+        files: sorted
+            .iter()
+            .map(|f| {
+                Some(FileFacts {
+                    path: &f.path,
+                    sha256: f.sha256?,
+                })
+            })
+            .collect::<Option<_>>()?,
+        repositories: registry
+            .repositories()
+            .map(|r| repository_facts(r, &numbers))
+            .collect::<Option<_>>()?,
+    };
+    postcard::to_allocvec(&facts).ok()
 }
 
-struct Writer<'f> {
-    files: &'f [ContentFile],
-    /// Each non-empty file's number, by the address of its bytes.
-    by_address: HashMap<usize, u32>,
-    strings: Vec<u8>,
-    /// Where each string is in `strings`.
-    written: HashMap<Vec<u8>, u32>,
-    body: Vec<u8>,
-}
-
-impl<'f> Writer<'f> {
-    fn new(files: &'f [ContentFile]) -> Option<Self> {
-        let mut by_address = HashMap::default();
-        for (i, file) in files.iter().enumerate() {
-            if !file.data.is_empty() {
-                by_address.insert(file.data.as_ptr() as usize, i.try_into().ok()?);
-            }
-        }
-        Some(Writer {
-            files,
-            by_address,
-            strings: Vec::new(),
-            written: HashMap::default(),
-            body: Vec::new(),
+fn repository_facts<'r>(
+    repository: &'r Repository,
+    numbers: &HashMap<&str, u32>,
+) -> Option<RepositoryFacts<'r>> {
+    // The file a body is: `<repository>/blobs/sha256/<hex>`, as loading found it.
+    let file = |digest: &Digest| {
+        let path = format!("{}/{}", repository.name(), blob_path(digest));
+        numbers.get(path.as_str()).copied()
+    };
+    let body = |digest: &Digest, quoted: &'r Bytes, media_type: &'r str| {
+        Some(BodyFacts {
+            file: file(digest)?,
+            quoted_digest: std::str::from_utf8(quoted).ok()?,
+            media_type,
         })
+    };
+    let mut manifests: Vec<(&[u8; 32], &Manifest)> = repository.manifests.iter().collect();
+    manifests.sort_unstable_by_key(|(hash, _)| **hash);
+    let position = |hash: &[u8; 32]| {
+        let at = manifests.binary_search_by_key(&hash, |(h, _)| h).ok()?;
+        u32::try_from(at).ok()
+    };
+    let mut blobs: Vec<(&[u8; 32], &Blob)> = repository.blobs.iter().collect();
+    blobs.sort_unstable_by_key(|(hash, _)| **hash);
+    let mut referrers = Vec::new();
+    let mut subjects: Vec<_> = repository.referrers.iter().collect();
+    subjects.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (subject, descriptors) in subjects {
+        for d in descriptors {
+            referrers.push(ReferrerFacts {
+                subject: subject.as_str(),
+                manifest: position(&d.digest.sha256()?)?,
+                artifact_type: d.artifact_type.as_deref(),
+                annotations: d
+                    .annotations
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect(),
+            });
+        }
     }
-
-    fn count(&mut self, n: usize) -> Option<()> {
-        self.body
-            .extend_from_slice(&u32::try_from(n).ok()?.to_le_bytes());
-        Some(())
-    }
-
-    /// Bytes that are a whole file (an empty body: the first empty file, they are all alike).
-    fn file(&mut self, data: &Bytes) -> Option<()> {
-        let file = if data.is_empty() {
-            self.files.iter().position(|f| f.data.is_empty())?
-        } else {
-            let file = *self.by_address.get(&(data.as_ptr() as usize))? as usize;
-            (self.files[file].data.len() == data.len()).then_some(file)?
-        };
-        self.count(file)
-    }
-
-    /// A string, in the string area.
-    fn string(&mut self, text: &[u8]) -> Option<()> {
-        let start = match self.written.get(text) {
-            Some(&start) => start,
-            None => {
-                let start = u32::try_from(self.strings.len()).ok()?;
-                self.strings.extend_from_slice(text);
-                self.written.insert(text.to_vec(), start);
-                start
-            }
-        };
-        self.count(start as usize)?;
-        self.count(text.len())
-    }
-
-    /// A digest, as its quoted form (which holds it).
-    fn quoted(&mut self, digest: &Digest, quoted: &[u8]) -> Option<()> {
-        let inner = quoted.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-        (inner == digest.as_str().as_bytes()).then_some(())?;
-        self.string(quoted)
-    }
+    Some(RepositoryFacts {
+        name: repository.name(),
+        unreferenced: u32::try_from(repository.unreferenced).ok()?,
+        manifests: manifests
+            .iter()
+            .map(|(_, m)| body(&m.digest, &m.quoted_digest, &m.media_type))
+            .collect::<Option<_>>()?,
+        blobs: blobs
+            .iter()
+            .map(|(_, b)| body(&b.digest, &b.quoted_digest, ""))
+            .collect::<Option<_>>()?,
+        tags: repository
+            .tags()
+            .into_iter()
+            .map(|tag| {
+                Some(TagFacts {
+                    name: tag,
+                    manifest: position(repository.tags.get(tag)?)?,
+                })
+            })
+            .collect::<Option<_>>()?,
+        referrers,
+    })
 }
 
 /// The registry the facts describe, built from `files` (which must be the files the facts
-/// were written from, in the same order, with their sha256).
-pub fn read(facts: &Bytes, files: &[ContentFile]) -> Result<Registry, Stale> {
-    if facts.is_empty() {
+/// were written from, in any order, with their sha256).
+pub fn read(bytes: &Bytes, files: &[ContentFile]) -> Result<Registry, Stale> {
+    if bytes.is_empty() {
         return stale("the build wrote none");
     }
-    let Some(rest) = facts.strip_prefix(MAGIC) else {
-        return stale("not facts of this version");
+    let facts: Facts<'_> = match postcard::from_bytes(bytes) {
+        Ok(facts) => facts,
+        Err(e) => return stale(format!("they cannot be read ({e})")),
     };
-    let mut r = Reader {
-        at: facts.len() - rest.len(),
-        ctx: Ctx {
-            facts,
-            strings: 0..0,
-            files,
-        },
-    };
-    let area = r.count()?;
-    let start = r.at;
-    r.take(area)?;
-    r.ctx.strings = start..r.at;
-
-    if r.count()? != files.len() {
+    if facts.version != VERSION {
+        return stale("they are facts of another version");
+    }
+    let mut sorted: Vec<&ContentFile> = files.iter().collect();
+    sorted.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    if sorted.len() != facts.files.len() {
         return stale(format!(
-            "they describe other files than the {}",
-            files.len()
+            "they describe {} files, not the {} at hand",
+            facts.files.len(),
+            sorted.len()
         ));
     }
-    let hashes = r.take(32 * files.len())?;
-    for (file, recorded) in files.iter().zip(hashes.chunks_exact(32)) {
-        if file.sha256.as_ref() != recorded.first_chunk::<32>() {
+    for (file, described) in sorted.iter().zip(&facts.files) {
+        if file.path != described.path {
+            return stale(format!("{} is not a file they describe", file.path));
+        }
+        if file.sha256 != Some(described.sha256) {
             return stale(format!("{} is not the file they describe", file.path));
         }
     }
-    let mut summary = [0u64; 5];
-    for n in &mut summary {
-        *n = u64::from_le_bytes(r.array()?);
-    }
-    let as_count = |n: u64| usize::try_from(n).or_else(|_| stale("a count is too large"));
-    let mut registry = Registry::default();
-    registry.summary.repositories = as_count(summary[0])?;
-    registry.summary.tags = as_count(summary[1])?;
-    registry.summary.manifests = as_count(summary[2])?;
-    registry.summary.blobs = as_count(summary[3])?;
-    registry.summary.bytes = summary[4];
-
-    let repositories = r.count()?;
-    let mut names = Vec::with_capacity(repositories);
-    for _ in 0..repositories {
-        let repository = r.repository()?;
+    let reader = Reader {
+        bytes,
+        files: &sorted,
+    };
+    let mut repositories = Vec::with_capacity(facts.repositories.len());
+    let mut last: Option<&str> = None;
+    for described in &facts.repositories {
         // The catalog lists them in byte order, each once, as the tags of a repository.
-        if names
-            .last()
-            .is_some_and(|last: &String| *last >= repository.name)
-        {
+        if last.is_some_and(|last| last >= described.name) {
             return stale("the repositories are not in order");
         }
-        names.push(repository.name.clone());
-        registry
-            .repositories
-            .insert(repository.name.clone(), repository);
+        last = Some(described.name);
+        repositories.push(reader.repository(described)?);
     }
-    registry.catalog = Listing::catalog(names);
+    let registry = Registry::assemble(repositories);
+    registry
+        .repositories()
+        .for_each(Repository::warn_unreferenced);
     Ok(registry)
 }
 
-/// Bytes of one manifest, blob and tag in the facts.
-const MANIFEST_BYTES: usize = 20;
-const BLOB_BYTES: usize = 12;
-const TAG_BYTES: usize = 12;
-/// Blobs in a repository from which they are read on a thread of their own.
-const PARALLEL_FROM: usize = 4096;
-
-/// What every part of the facts is read with.
-#[derive(Clone)]
-struct Ctx<'a> {
-    facts: &'a Bytes,
-    strings: std::ops::Range<usize>,
-    files: &'a [ContentFile],
-}
-
-/// Reads the facts from the start, a field at a time.
+/// What the parts of the facts are read with: their bytes, and the files in path order.
 struct Reader<'a> {
-    at: usize,
-    ctx: Ctx<'a>,
+    bytes: &'a Bytes,
+    files: &'a [&'a ContentFile],
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], Stale> {
-        let facts: &'a Bytes = self.ctx.facts;
-        let Some(taken) = self
-            .at
-            .checked_add(n)
-            .and_then(|end| facts.get(self.at..end))
-        else {
-            return stale("they end early");
+impl Reader<'_> {
+    /// A string of the facts as shared text (no copy).
+    fn text(&self, text: &str) -> ByteString {
+        // Postcard borrows every string from the bytes it decodes: the slice is theirs.
+        let shared = self.bytes.slice_ref(text.as_bytes());
+        ByteString::try_from(shared).unwrap_or_else(|_| ByteString::from(text))
+    }
+
+    /// The body of file `n`, and its sha256, which `quoted` must name.
+    fn body(&self, n: u32, quoted: &str) -> Result<(Bytes, [u8; 32], Digest, Bytes), Stale> {
+        let Some(file) = self.files.get(n as usize) else {
+            return stale("they name a file that is not there");
         };
-        self.at += n;
-        Ok(taken)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], Stale> {
-        let taken = self.take(N)?;
-        Ok(taken.try_into().unwrap_or([0; N]))
-    }
-
-    fn count(&mut self) -> Result<usize, Stale> {
-        Ok(u32::from_le_bytes(self.array()?) as usize)
-    }
-
-    /// A count, then that many records of `size` bytes.
-    fn records(&mut self, size: usize) -> Result<Vec<&'a [u8]>, Stale> {
-        let count = self.count()?;
-        Ok(self
-            .take(count.saturating_mul(size))?
-            .chunks_exact(size)
-            .collect())
-    }
-
-    fn repository(&mut self) -> Result<Repository, Stale> {
-        let ctx = self.ctx.clone();
-        let (start, len) = (self.count()?, self.count()?);
-        let name = ctx.text(start, len)?.to_string();
-        if name.parse::<RepositoryName>().is_err() {
-            return stale("a repository name is not valid");
-        }
-        let unreferenced = self.count()?;
-        let manifest_records = self.records(MANIFEST_BYTES)?;
-        let blob_records = self.records(BLOB_BYTES)?;
-        let tag_records = self.records(TAG_BYTES)?;
-
-        // Blobs are the most records: a thread of their own when there are many, while this one
-        // reads manifests and tags.
-        let (manifests, blobs) = std::thread::scope(|scope| {
-            let blobs = (blob_records.len() >= PARALLEL_FROM)
-                .then(|| scope.spawn(|| ctx.blobs(&blob_records)));
-            let manifests = ctx.manifests(&manifest_records);
-            let blobs = match blobs {
-                // A panic there is a bug: let it surface as one.
-                Some(thread) => thread
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
-                None => ctx.blobs(&blob_records),
-            };
-            (manifests, blobs)
-        });
-        let ((manifests, positions), blobs) = (manifests?, blobs?);
-        let mut tags = HashMap::with_capacity_and_hasher(tag_records.len(), Default::default());
-        let mut names: Vec<String> = Vec::with_capacity(tag_records.len());
-        for record in tag_records {
-            let (tag, position) = ctx.tag(record)?;
-            if names.last().is_some_and(|last| *last >= tag) {
-                return stale("the tags are not in order");
-            }
-            let Some(hash) = positions.get(position) else {
-                return stale("a tag names a manifest that is not there");
-            };
-            tags.insert(tag.clone(), *hash);
-            names.push(tag);
-        }
-        let tag_list = Listing::tags(&name, names);
-        Ok(Repository {
-            name,
-            tags,
-            tag_list,
-            manifests,
-            blobs,
-            referrers: HashMap::default(),
-            unreferenced,
-        })
-    }
-}
-
-/// The `n`th `u32` of a record.
-fn field(record: &[u8], n: usize) -> usize {
-    let bytes = record.get(4 * n..4 * n + 4).unwrap_or_default();
-    u32::from_le_bytes(bytes.try_into().unwrap_or_default()) as usize
-}
-
-impl Ctx<'_> {
-    /// The manifests, and the hash of each in record order (tags name them by position).
-    fn manifests(&self, records: &[&[u8]]) -> Result<(Sha256Map<Manifest>, Vec<[u8; 32]>), Stale> {
-        let mut manifests = Sha256Map::with_capacity_and_hasher(records.len(), Default::default());
-        let mut positions = Vec::with_capacity(records.len());
-        for record in records {
-            let (hash, manifest) = self.manifest(record)?;
-            manifests.insert(hash, manifest);
-            positions.push(hash);
-        }
-        Ok((manifests, positions))
-    }
-
-    fn blobs(&self, records: &[&[u8]]) -> Result<Sha256Map<Blob>, Stale> {
-        let mut blobs = Sha256Map::with_capacity_and_hasher(records.len(), Default::default());
-        for record in records {
-            let (hash, blob) = self.blob(record)?;
-            blobs.insert(hash, blob);
-        }
-        Ok(blobs)
-    }
-
-    fn manifest(&self, record: &[u8]) -> Result<([u8; 32], Manifest), Stale> {
-        let (data, hash) = self.file(field(record, 0))?;
-        let media_type = self.text(field(record, 1), field(record, 2))?;
-        let (digest, quoted_digest) = self.quoted(field(record, 3), field(record, 4), &hash)?;
-        let manifest = Manifest {
-            media_type,
-            digest,
-            quoted_digest,
-            data,
+        let Some(hash) = file.sha256 else {
+            return stale("a file has no sha256");
         };
-        Ok((hash, manifest))
-    }
-
-    fn blob(&self, record: &[u8]) -> Result<([u8; 32], Blob), Stale> {
-        let (data, hash) = self.file(field(record, 0))?;
-        let (digest, quoted_digest) = self.quoted(field(record, 1), field(record, 2), &hash)?;
-        let blob = Blob {
-            digest,
-            quoted_digest,
-            data,
-        };
-        Ok((hash, blob))
-    }
-
-    /// A tag and the position of its manifest.
-    fn tag(&self, record: &[u8]) -> Result<(String, usize), Stale> {
-        let tag = self.text(field(record, 0), field(record, 1))?.to_string();
-        if tag.parse::<Tag>().is_err() {
-            return stale("a tag is not valid");
-        }
-        Ok((tag, field(record, 2)))
-    }
-
-    /// File `n`, and its sha256.
-    fn file(&self, n: usize) -> Result<(Bytes, [u8; 32]), Stale> {
-        match self.files.get(n) {
-            Some(ContentFile {
-                data,
-                sha256: Some(hash),
-                ..
-            }) => Ok((data.clone(), *hash)),
-            _ => stale("they name a file that is not there"),
-        }
-    }
-
-    /// The string of `len` bytes at `start` in the string area.
-    fn text(&self, start: usize, len: usize) -> Result<ByteString, Stale> {
-        let Some(end) = start
-            .checked_add(len)
-            .filter(|&end| end <= self.strings.len())
-        else {
-            return stale("a string lies beyond the string area");
-        };
-        let bytes = self
-            .facts
-            .slice(self.strings.start + start..self.strings.start + end);
-        ByteString::try_from(bytes).or_else(|_| stale("a string is not UTF-8"))
-    }
-
-    /// The quoted digest of the file whose sha256 is `hash`, and the digest it holds.
-    fn quoted(&self, start: usize, len: usize, hash: &[u8; 32]) -> Result<(Digest, Bytes), Stale> {
-        let quoted = self.text(start, len)?;
+        let quoted = self.text(quoted);
         let digest = quoted
             .strip_prefix('"')
             .and_then(|rest| rest.strip_suffix('"'))
-            .map(|inner| quoted.slice_ref(inner))
-            .map(Digest::from_shared);
+            .map(|inner| Digest::from_shared(quoted.slice_ref(inner)));
         match digest {
-            Some(Ok(digest)) if digest.sha256().as_ref() == Some(hash) => {
-                Ok((digest, quoted.into_bytes()))
+            Some(Ok(digest)) if digest.sha256() == Some(hash) => {
+                Ok((file.data.clone(), hash, digest, quoted.into_bytes()))
             }
             _ => stale("a digest does not name its content"),
         }
+    }
+
+    fn repository(&self, described: &RepositoryFacts<'_>) -> Result<Repository, Stale> {
+        let Ok(name) = described.name.parse::<RepositoryName>() else {
+            return stale("a repository name is not valid");
+        };
+        let mut manifests =
+            Sha256Map::with_capacity_and_hasher(described.manifests.len(), Default::default());
+        let mut positions = Vec::with_capacity(described.manifests.len());
+        for m in &described.manifests {
+            let (data, hash, digest, quoted_digest) = self.body(m.file, m.quoted_digest)?;
+            let manifest = Manifest {
+                media_type: self.text(m.media_type),
+                digest,
+                quoted_digest,
+                data,
+            };
+            positions.push(hash);
+            manifests.insert(hash, manifest);
+        }
+        let mut blobs =
+            Sha256Map::with_capacity_and_hasher(described.blobs.len(), Default::default());
+        for b in &described.blobs {
+            let (data, hash, digest, quoted_digest) = self.body(b.file, b.quoted_digest)?;
+            let blob = Blob {
+                digest,
+                quoted_digest,
+                data,
+            };
+            blobs.insert(hash, blob);
+        }
+        let manifest_at = |position: u32| match positions.get(position as usize) {
+            Some(hash) => Ok(hash),
+            None => stale("they name a manifest that is not there"),
+        };
+        let mut tags = HashMap::with_capacity_and_hasher(described.tags.len(), Default::default());
+        let mut last: Option<&str> = None;
+        for tag in &described.tags {
+            if tag.name.parse::<Tag>().is_err() {
+                return stale("a tag is not valid");
+            }
+            if last.is_some_and(|last| last >= tag.name) {
+                return stale("the tags are not in order");
+            }
+            last = Some(tag.name);
+            tags.insert(tag.name.to_owned(), *manifest_at(tag.manifest)?);
+        }
+        let mut referrers: HashMap<Digest, Vec<Descriptor>> = HashMap::default();
+        for r in &described.referrers {
+            let Ok(subject) = Digest::from_shared(self.text(r.subject)) else {
+                return stale("a subject is not a digest");
+            };
+            let Some(m) = manifests.get(manifest_at(r.manifest)?) else {
+                return stale("they name a manifest that is not there");
+            };
+            referrers.entry(subject).or_default().push(Descriptor {
+                media_type: m.media_type.to_string(),
+                digest: m.digest.clone(),
+                size: m.data.len() as u64,
+                annotations: r
+                    .annotations
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect::<Annotations>(),
+                platform: None,
+                artifact_type: r.artifact_type.map(str::to_owned),
+            });
+        }
+        let mut repository = Repository {
+            name,
+            tags,
+            unprefixed: HashMap::default(),
+            tag_list: Listing::default(),
+            manifests,
+            blobs,
+            referrers,
+            unreferenced: described.unreferenced as usize,
+        };
+        repository.finish_tags();
+        Ok(repository)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shape decodes as it was encoded (postcard is not self-describing: a field that
+    /// serde skipped would shift everything after it).
+    #[test]
+    fn facts_round_trip() {
+        let facts = Facts {
+            version: VERSION,
+            files: vec![FileFacts {
+                path: "a/blobs/sha256/x",
+                sha256: [7; 32],
+            }],
+            repositories: vec![RepositoryFacts {
+                name: "a",
+                unreferenced: 1,
+                manifests: vec![BodyFacts {
+                    file: 0,
+                    quoted_digest: "\"sha256:x\"",
+                    media_type: "m/t",
+                }],
+                blobs: Vec::new(),
+                tags: vec![TagFacts {
+                    name: "v1",
+                    manifest: 0,
+                }],
+                referrers: vec![ReferrerFacts {
+                    subject: "sha256:y",
+                    manifest: 0,
+                    artifact_type: None,
+                    annotations: vec![("k", "v")],
+                }],
+            }],
+        };
+        let bytes = postcard::to_allocvec(&facts).unwrap();
+        let back: Facts<'_> = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{facts:?}"));
     }
 }

@@ -107,6 +107,33 @@ impl Listing {
     }
 }
 
+impl super::Repository {
+    /// Makes the tags list from the tags. Helm resolves version ranges and "latest" only
+    /// against tags that are strict semantic versions (`v1.2.3` is not), so the unprefixed
+    /// form of a `v` tag that is one is listed too (and names the same manifest), unless a tag
+    /// of that name exists.
+    pub(super) fn finish_tags(&mut self) {
+        self.unprefixed = self
+            .tags
+            .iter()
+            .filter_map(|(tag, hash)| {
+                let unprefixed = tag.strip_prefix('v')?;
+                let strict = semver::Version::parse(&unprefixed.replace('_', "+")).is_ok();
+                (strict && !self.tags.contains_key(unprefixed))
+                    .then(|| (unprefixed.to_owned(), *hash))
+            })
+            .collect();
+        let mut listed: Vec<String> = self
+            .tags
+            .keys()
+            .chain(self.unprefixed.keys())
+            .cloned()
+            .collect();
+        listed.sort_unstable();
+        self.tag_list = Listing::tags(self.name.as_str(), listed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,61 +10,39 @@
 //!    have the digest they are stored under, and records tags and referrers. Any problem is a
 //!    `LoadError` naming the file: the registry refuses to exist rather than serve wrong bytes.
 //!    The binary builds it from build-time facts instead (`Registry::from_content`, module
-//!    `facts`): build.rs runs this same loading and writes down what it found; start-up checks
-//!    that the facts describe exactly the files it holds (by sha256) and builds the maps from
-//!    them, falling back to step 2 when they do not.
+//!    `facts`): build.rs runs this same loading and writes down what it found (a serde struct,
+//!    postcard-encoded); start-up checks that the facts describe exactly the files it holds
+//!    (by path and sha256) and builds the maps from them, falling back to step 2 when they do
+//!    not.
 //! 3. Requests look up `Registry::repository`, then `Repository::manifest` / `blob` / `tags` /
 //!    `referrers`: hash-map lookups returning the stored bytes (`Bytes`, zero-copy for embedded
 //!    `&'static` data). Misses are `Error::NameUnknown` / `ManifestUnknown` / `BlobUnknown`.
 //!
 //! No HTTP types live here; `http` maps `Error` to statuses and codes.
 
+mod compare;
 mod facts;
+mod kinds;
 mod listing;
 mod load;
-mod parallel;
-mod raw;
-
-/// Hash maps keyed by names and digests, with a fast hasher (foldhash, already used by
-/// actix-web): lookups are on every request; keys come from trusted content, and requests
-/// only ever read the maps.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
-/// Maps keyed by sha256 hashes (manifests and blobs, found by digest). The hashes are uniformly
-/// distributed already, so their first eight bytes are the hash-map hash: no hashing at all.
-type Sha256Map<V> = std::collections::HashMap<[u8; 32], V, BuildHasherDefault<Sha256Prefix>>;
-
-#[derive(Default)]
-struct Sha256Prefix(u64);
-
-impl Hasher for Sha256Prefix {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    /// An array hashes as its length, then its bytes: the length is the same for every key.
-    fn write_usize(&mut self, _length: usize) {}
-
-    fn write(&mut self, bytes: &[u8]) {
-        if let Some(prefix) = bytes.first_chunk::<8>() {
-            self.0 = u64::from_le_bytes(*prefix);
-        }
-    }
-}
+mod maps;
+mod problem;
 
 use std::borrow::Cow;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use bytes::Bytes;
 use bytestring::ByteString;
 
-use crate::oci::layout::Descriptor;
+use crate::oci::layout::{Descriptor, ImageIndex, ImageManifest};
+use crate::oci::media_type::{ManifestKind, manifest_kind};
 use crate::oci::{Digest, Reference, RepositoryName};
 
+use maps::{HashMap, Sha256Map};
+
 pub use facts::Stale;
+pub use kinds::{Artifact, Kind};
 pub use listing::Listing;
-pub use load::{LoadError, Problem};
-pub use parallel::in_parallel;
+pub use problem::{LoadError, Problem};
 
 /// One input file: its path relative to the content root (with `/` separators), its bytes, and
 /// its sha256 when already known (rust-embed computes it at build time), so that start-up need
@@ -112,9 +90,15 @@ pub enum Error {
     #[error("repository `{0}` is not known to this registry")]
     NameUnknown(RepositoryName),
     #[error("manifest `{reference}` is not known in repository `{name}`")]
-    ManifestUnknown { name: String, reference: String },
+    ManifestUnknown {
+        name: RepositoryName,
+        reference: Reference,
+    },
     #[error("blob `{digest}` is not known in repository `{name}`")]
-    BlobUnknown { name: String, digest: Digest },
+    BlobUnknown {
+        name: RepositoryName,
+        digest: Digest,
+    },
 }
 
 /// A manifest as stored: exact bytes, the media type its descriptor gave, its digest.
@@ -147,12 +131,15 @@ pub(crate) fn quote(digest: &Digest) -> Bytes {
 }
 
 /// One repository: its tags, manifests, the blobs its manifests reference, and referrers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Repository {
-    name: String,
+    name: RepositoryName,
     /// Each tag's manifest, by its hash.
     tags: HashMap<String, [u8; 32]>,
-    /// Tag names in byte order, as the tags list returns them, with their JSON.
+    /// The unprefixed forms of `v` tags, listed beside them (see [`Repository::finish_tags`]).
+    unprefixed: HashMap<String, [u8; 32]>,
+    /// Tag names (and unprefixed forms) in byte order, as the tags list returns them, with
+    /// their JSON.
     tag_list: Listing,
     manifests: Sha256Map<Manifest>,
     blobs: Sha256Map<Blob>,
@@ -164,19 +151,21 @@ pub struct Repository {
 
 impl Repository {
     pub fn name(&self) -> &str {
-        &self.name
+        self.name.as_str()
     }
 
-    /// The manifest a tag points at, or the manifest with a digest.
+    /// The manifest a tag points at, or the manifest with a digest. A tag that does not exist
+    /// names the tag with its `v` prefix toggled, when that one does (`v0.14.5` finds
+    /// `0.14.5`, `1.0.0` finds `v1.0.0`): people write versions both ways.
     pub fn manifest(&self, reference: &Reference) -> Result<&Manifest, Error> {
         let hash = match reference {
-            Reference::Tag(tag) => self.tags.get(tag.as_str()).copied(),
+            Reference::Tag(tag) => self.tag_hash(tag.as_str()),
             Reference::Digest(digest) => digest.sha256(),
         };
         let found = hash.and_then(|hash| self.manifests.get(&hash));
         found.ok_or_else(|| Error::ManifestUnknown {
             name: self.name.clone(),
-            reference: reference.to_string(),
+            reference: reference.clone(),
         })
     }
 
@@ -189,9 +178,21 @@ impl Repository {
         })
     }
 
+    fn tag_hash(&self, tag: &str) -> Option<[u8; 32]> {
+        if let Some(hash) = self.tags.get(tag).or_else(|| self.unprefixed.get(tag)) {
+            return Some(*hash);
+        }
+        match tag.strip_prefix('v') {
+            Some(unprefixed) => self.tags.get(unprefixed).copied(),
+            None => self.tags.get(&format!("v{tag}")).copied(),
+        }
+    }
+
     /// Every tag, sorted by byte order.
-    pub fn tags(&self) -> &[String] {
-        self.tag_list.names()
+    pub fn tags(&self) -> Vec<&str> {
+        let mut tags: Vec<&str> = self.tags.keys().map(String::as_str).collect();
+        tags.sort_unstable();
+        tags
     }
 
     /// The tags list (`{"name":…,"tags":[…]}`), ready to be paged.
@@ -226,7 +227,7 @@ impl Repository {
             return 0;
         };
         let own = manifest.data.len() as u64;
-        let referenced: u64 = load::references(manifest)
+        let referenced: u64 = references(manifest)
             .map(|d| {
                 let is_manifest = d
                     .digest
@@ -241,6 +242,41 @@ impl Repository {
             .sum();
         own + referenced
     }
+
+    /// Says that some blobs of the layout are not served, if so.
+    fn warn_unreferenced(&self) {
+        if self.unreferenced > 0 {
+            log::warn!(
+                "{}: {} blob(s) referenced by no manifest are not served",
+                self.name,
+                self.unreferenced
+            );
+        }
+    }
+
+    /// Every manifest and blob once (a manifest may also be referenced as a blob), with its size.
+    fn distinct_content(&self) -> impl Iterator<Item = (&[u8; 32], u64)> {
+        let blobs = self.blobs.iter().map(|(h, b)| (h, b.data.len() as u64));
+        let manifests = self
+            .manifests
+            .iter()
+            .filter(|(h, _)| !self.blobs.contains_key(*h));
+        blobs.chain(manifests.map(|(h, m)| (h, m.data.len() as u64)))
+    }
+}
+
+/// The descriptors a stored (already validated) manifest references.
+fn references(manifest: &Manifest) -> impl Iterator<Item = Descriptor> {
+    let descriptors = match manifest_kind(&manifest.media_type) {
+        Some(ManifestKind::Image) => serde_json::from_slice::<ImageManifest>(&manifest.data)
+            .map(|m| std::iter::once(m.config).chain(m.layers).collect())
+            .unwrap_or_default(),
+        Some(ManifestKind::Index) => serde_json::from_slice::<ImageIndex>(&manifest.data)
+            .map(|i| i.manifests)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    descriptors.into_iter()
 }
 
 /// Counts for the start-up log line and metrics.
@@ -265,6 +301,42 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The registry of `repositories`, with its catalog and summary.
+    fn assemble(repositories: Vec<Repository>) -> Self {
+        let mut summary = Summary {
+            repositories: repositories.len(),
+            ..Summary::default()
+        };
+        // Bytes of distinct content: a blob may be in several repositories.
+        let mut distinct: Sha256Map<u64> = Sha256Map::default();
+        let several = repositories.len() > 1;
+        let mut names = Vec::with_capacity(repositories.len());
+        let mut by_name = HashMap::with_capacity_and_hasher(repositories.len(), Default::default());
+        for repository in repositories {
+            summary.tags += repository.tags.len();
+            summary.manifests += repository.manifests.len();
+            summary.blobs += repository.blobs.len();
+            for (hash, size) in repository.distinct_content() {
+                if several {
+                    distinct.insert(*hash, size);
+                } else {
+                    summary.bytes += size;
+                }
+            }
+            names.push(repository.name().to_owned());
+            by_name.insert(repository.name().to_owned(), repository);
+        }
+        if several {
+            summary.bytes = distinct.values().sum();
+        }
+        names.sort_unstable();
+        Registry {
+            repositories: by_name,
+            catalog: Listing::catalog(names),
+            summary,
+        }
+    }
+
     /// Builds and checks the registry from every file of the content root.
     pub fn from_files(files: impl IntoIterator<Item = ContentFile>) -> Result<Self, LoadError> {
         load::registry(files)
@@ -323,22 +395,5 @@ impl Registry {
 
     pub fn summary(&self) -> Summary {
         self.summary
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::hash::BuildHasher;
-
-    use super::*;
-
-    #[test]
-    fn sha256_keys_hash_to_their_first_eight_bytes() {
-        let hasher = BuildHasherDefault::<Sha256Prefix>::default();
-        let mut key = [7u8; 32];
-        key[..8].copy_from_slice(&42u64.to_le_bytes());
-        assert_eq!(hasher.hash_one(key), 42);
-        key[0] = 43;
-        assert_eq!(hasher.hash_one(key), 43);
     }
 }

@@ -42,6 +42,9 @@ pub struct Descriptor {
     pub size: u64,
     #[serde(default, skip_serializing_if = "is_empty")]
     pub annotations: Annotations,
+    /// The platform an index's entry is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_type: Option<String>,
 }
@@ -53,8 +56,31 @@ impl Descriptor {
             digest,
             size,
             annotations: Annotations::new(),
+            platform: None,
             artifact_type: None,
         }
+    }
+}
+
+/// What an image runs on (an index entry's `platform`, or an image config's fields).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Platform {
+    #[serde(default)]
+    pub architecture: String,
+    #[serde(default)]
+    pub os: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+impl std::fmt::Display for Platform {
+    /// `os/architecture[/variant]`, as `--platform` flags write it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.os, self.architecture)?;
+        if let Some(variant) = &self.variant {
+            write!(f, "/{variant}")?;
+        }
+        Ok(())
     }
 }
 

@@ -21,7 +21,7 @@ pub enum WriteError {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
     #[error(
-        "{}: changed while it was being packed (expected {expected}, {size} bytes); nothing was written",
+        "{}: its bytes do not have the digest {expected} ({size} bytes) they are packed under (the input is not what it says, or changed while being packed); nothing was written",
         path.display()
     )]
     Changed {
@@ -75,6 +75,12 @@ pub fn replace(tree: &Tree, out: &Path, prefix: &str) -> Result<Outcome, WriteEr
         fs::remove_dir_all(&previous).map_err(io_at(&previous))?;
     }
     Ok(Outcome::Written)
+}
+
+/// Whether the folder `<out>/<prefix>` already holds exactly `tree` (whose paths all start
+/// with `<prefix>/`): what [`replace`] would leave unchanged.
+pub fn holds_tree(tree: &Tree, out: &Path, prefix: &str) -> Result<bool, WriteError> {
+    holds(&out.join(prefix), out, tree)
 }
 
 /// Whether the folder `target` holds exactly `tree` (keys relative to `base`).
@@ -192,11 +198,7 @@ mod tests {
             matches!(&err, WriteError::Changed { path, .. } if *path == blob.path),
             "{err}"
         );
-        assert!(
-            err.to_string()
-                .contains("changed while it was being packed"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("do not have the digest"), "{err}");
         assert_eq!(
             read_dir(&out, &out)
                 .unwrap()

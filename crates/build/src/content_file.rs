@@ -1,0 +1,110 @@
+//! The content file (`content.yaml` at the repository root): every input `make assets` packs,
+//! written down once so that a fresh clone builds the same content without commands someone
+//! once typed. `chartreg-build pack --config FILE` reads it; paths in it are relative to the
+//! file's folder. Unknown keys are an error naming the key and its line.
+//!
+//! ```yaml
+//! charts:
+//!   prefix: charts            # repositories `charts/<chart name>` (the default)
+//!   from: [charts, deploy/chart]  # packages, chart folders, or folders holding them
+//! layouts:                    # OCI image layouts, each served as one repository
+//!   - from: images/sample
+//!     repository: images/sample
+//!     tag: v1                 # optional: the one tag to take
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::pack::LayoutSpec;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentFile {
+    #[serde(default)]
+    pub charts: Option<Charts>,
+    #[serde(default)]
+    pub layouts: Vec<Layout>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Charts {
+    #[serde(default)]
+    pub prefix: Option<String>,
+    pub from: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Layout {
+    pub from: PathBuf,
+    pub repository: String,
+    #[serde(default)]
+    pub tag: Option<String>,
+}
+
+impl ContentFile {
+    /// Reads `path`; every path in it is made relative to the file's folder.
+    pub fn read(path: &Path) -> Result<ContentFile, String> {
+        let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut file: ContentFile =
+            serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        if let Some(charts) = &mut file.charts {
+            for from in &mut charts.from {
+                *from = base.join(&*from);
+            }
+        }
+        for layout in &mut file.layouts {
+            layout.from = base.join(&layout.from);
+        }
+        Ok(file)
+    }
+
+    /// The layouts as `--layout` would give them.
+    pub fn layout_specs(&self, path: &Path) -> Result<Vec<LayoutSpec>, String> {
+        self.layouts
+            .iter()
+            .map(|l| {
+                let target = match &l.tag {
+                    Some(tag) => format!("{}:{tag}", l.repository),
+                    None => l.repository.clone(),
+                };
+                format!("{}={target}", l.from.display())
+                    .parse()
+                    .map_err(|e| format!("{}: layout {}: {e}", path.display(), l.repository))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_paths_relative_to_the_file_and_refuses_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("content.yaml");
+        fs::write(
+            &path,
+            "charts:\n  from: [charts]\nlayouts:\n  - from: images/a\n    repository: images/a\n    tag: v1\n",
+        )
+        .unwrap();
+        let file = ContentFile::read(&path).unwrap();
+        assert_eq!(
+            file.charts.as_ref().unwrap().from,
+            [dir.path().join("charts")]
+        );
+        let specs = file.layout_specs(&path).unwrap();
+        assert_eq!(specs[0].dir, dir.path().join("images/a"));
+        assert_eq!(specs[0].tag.as_ref().unwrap().as_str(), "v1");
+
+        fs::write(&path, "charts:\n  from: [charts]\n  prefx: x\n").unwrap();
+        let e = ContentFile::read(&path).unwrap_err();
+        assert!(e.contains("prefx") && e.contains("line 3"), "{e}");
+    }
+}

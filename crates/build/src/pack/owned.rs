@@ -1,0 +1,179 @@
+//! Who owns what in the output folder: the record `pack` keeps there
+//! (`.chartreg-pack.json`), and the `.gitignore` it writes beside it.
+//!
+//! The record lists every repository `pack` wrote and from what: chart repositories (by
+//! prefix) and image layout repositories (by the layout folder). A run rewrites the chart
+//! repositories of its prefix and deletes those of them it no longer has chart inputs for; it
+//! rewrites the repository of each `--layout` it is given and keeps those of earlier
+//! `--layout`s; it never touches a repository the record does not list (imported bundles,
+//! hand-placed layouts). The `.gitignore` lists the layout repositories, which are rebuilt
+//! from their inputs and not committed.
+//!
+//! Output folders written before the record existed: the repositories under `<out>/<prefix>`
+//! are taken to be chart repositories of that prefix (what `pack` then replaced as a whole).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The record's file name in the output folder.
+pub const RECORD_FILE: &str = ".chartreg-pack.json";
+pub const GITIGNORE_FILE: &str = ".gitignore";
+
+/// What wrote a repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Owner {
+    /// Chart packages and folders, packed under `prefix`.
+    Chart { prefix: String },
+    /// An OCI image layout, from the folder `from` (as it was given).
+    Layout { from: String },
+}
+
+/// Every repository `pack` wrote, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub repositories: BTreeMap<String, Owner>,
+}
+
+impl Record {
+    /// The record in `out`: read from its file, or made up for a folder written before there
+    /// was one (see the module doc); `None` when the file exists but cannot be read.
+    pub fn load(out: &Path, prefix: &str) -> Result<Record, String> {
+        let path = out.join(RECORD_FILE);
+        match fs::read(&path) {
+            Ok(data) => serde_json::from_slice(&data)
+                .map_err(|e| format!("{}: not a record pack wrote: {e}", path.display())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let mut record = Record::default();
+                for name in layouts_under(out, prefix) {
+                    record.repositories.insert(
+                        name,
+                        Owner::Chart {
+                            prefix: prefix.to_owned(),
+                        },
+                    );
+                }
+                Ok(record)
+            }
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// The record as it is written: sorted, indented JSON, ending in a newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Serialising strings in maps cannot fail.
+        let mut data = serde_json::to_vec_pretty(self).unwrap_or_default();
+        data.push(b'\n');
+        data
+    }
+
+    /// The `.gitignore` for the output folder: the layout repositories, or nothing.
+    pub fn gitignore(&self) -> Option<Vec<u8>> {
+        let layouts: Vec<&String> = self
+            .repositories
+            .iter()
+            .filter(|(_, owner)| matches!(owner, Owner::Layout { .. }))
+            .map(|(name, _)| name)
+            .collect();
+        if layouts.is_empty() {
+            return None;
+        }
+        let mut text = String::from(
+            "# Written by chartreg-build pack: image layouts are rebuilt from their inputs\n\
+             # (see the content file), not committed.\n",
+        );
+        for name in layouts {
+            text.push_str(&format!("/{name}/\n"));
+        }
+        Some(text.into_bytes())
+    }
+}
+
+/// The repositories (folders holding an `oci-layout`) under `<out>/<prefix>`, by name.
+pub fn layouts_under(out: &Path, prefix: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![out.join(prefix)];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        if dir.join("oci-layout").is_file()
+            && let Ok(relative) = dir.strip_prefix(out)
+        {
+            let name: Vec<String> = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            found.push(name.join("/"));
+        }
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
+            if path.is_dir() && !hidden && path.file_name().is_some_and(|n| n != "blobs") {
+                pending.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back_and_ignore_layouts() {
+        let mut record = Record::default();
+        record.repositories.insert(
+            "charts/a".into(),
+            Owner::Chart {
+                prefix: "charts".into(),
+            },
+        );
+        record.repositories.insert(
+            "images/x".into(),
+            Owner::Layout {
+                from: "images/x".into(),
+            },
+        );
+        let bytes = record.to_bytes();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.contains(r#""kind": "layout""#), "{text}");
+        assert_eq!(serde_json::from_slice::<Record>(&bytes).unwrap(), record);
+        assert_eq!(
+            String::from_utf8(record.gitignore().unwrap())
+                .unwrap()
+                .lines()
+                .last(),
+            Some("/images/x/")
+        );
+        assert_eq!(Record::default().gitignore(), None);
+    }
+
+    #[test]
+    fn folders_without_a_record_own_their_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        for repo in ["charts/a", "charts/b/c", "other/x"] {
+            let path = dir.path().join(repo);
+            fs::create_dir_all(path.join("blobs/sha256")).unwrap();
+            fs::write(path.join("oci-layout"), "{}").unwrap();
+        }
+        let record = Record::load(dir.path(), "charts").unwrap();
+        assert_eq!(
+            record.repositories.keys().collect::<Vec<_>>(),
+            ["charts/a", "charts/b/c"]
+        );
+        fs::write(dir.path().join(RECORD_FILE), "not json").unwrap();
+        assert!(
+            Record::load(dir.path(), "charts")
+                .unwrap_err()
+                .contains(RECORD_FILE)
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! Why `pack` refused: a [`PackError`] names the file (or folder) and says what is wrong with
+//! it. `pack` reads and checks every input before it writes anything, so a refused run leaves
+//! the output folder as it was.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use chartreg_core::oci::{Digest, NameError, TagError};
+
+use super::MAX_DECOMPRESSED;
+use super::version::VersionError;
+
+/// A problem with one input file.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", path.display())]
+pub struct PackError {
+    pub path: PathBuf,
+    pub problem: Problem,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error("{0}")]
+    Io(String),
+    #[error("no chart packages (*.tgz) or chart folders found")]
+    NoPackages,
+    #[error("a provenance file with no package beside it (expected {0})")]
+    OrphanProvenance(String),
+    #[error("not a gzip file (a Helm chart package is a .tgz)")]
+    NotGzip,
+    #[error("corrupt gzip data: {0}")]
+    Gzip(String),
+    #[error("decompresses to more than {} MiB, the most Helm loads", MAX_DECOMPRESSED / 1024 / 1024)]
+    TooLarge,
+    #[error("not a valid tar archive: {0}")]
+    Tar(String),
+    #[error(
+        "no Chart.yaml in the archive's top folder (a chart package holds `<name>/Chart.yaml`)"
+    )]
+    NoChartYaml,
+    #[error("Chart.yaml is at the top of the archive, not inside the chart's folder")]
+    ChartYamlAtTop,
+    #[error("invalid YAML in {0}: {1}")]
+    Yaml(&'static str, String),
+    #[error("invalid chart metadata: {0}")]
+    Metadata(String),
+    #[error("Chart.yaml has no `{0}`")]
+    MissingField(&'static str),
+    #[error("invalid chart name `{0}`")]
+    InvalidChartName(String),
+    #[error("chart version `{0}` is not a version Helm accepts: {1}")]
+    Version(String, VersionError),
+    #[error("chart version `{0}` cannot be an OCI tag: {1}")]
+    Tag(String, TagError),
+    #[error("chart type `{0}` must be `application` or `library`")]
+    ChartType(String),
+    #[error("dependency alias `{0}` may only hold letters, digits, `_` and `-`")]
+    DependencyAlias(String),
+    #[error("more than one dependency named or aliased `{0}`")]
+    DuplicateDependency(String),
+    #[error("chart `{chart}` cannot be served as `{repository}`: {error}")]
+    RepositoryName {
+        chart: String,
+        repository: String,
+        error: NameError,
+    },
+    #[error("invalid --prefix: {0}")]
+    Prefix(NameError),
+    #[error("{name} {version} is also packaged, with different bytes, in {}", other.display())]
+    Conflict {
+        name: String,
+        version: String,
+        other: PathBuf,
+    },
+    #[error("invalid provenance file: {0}")]
+    Provenance(String),
+    #[error("the provenance file has no checksum for `{0}`")]
+    ProvenanceMissing(String),
+    #[error("the provenance file says the package is {listed}, but it is {actual}")]
+    ProvenanceMismatch { listed: String, actual: Digest },
+    #[error("cannot write the output: {0}")]
+    Write(String),
+
+    // Chart folders.
+    #[error("not a chart folder: it has no Chart.yaml")]
+    NotAChartFolder,
+    #[error("SOURCE_DATE_EPOCH must be whole seconds since 1970, not `{0}`")]
+    SourceDateEpoch(String),
+    #[error("line {line}: {problem}")]
+    HelmIgnore { line: usize, problem: String },
+    #[error("file names must be UTF-8")]
+    NotUtf8Name,
+    #[error("a symbolic link that leaves the chart folder (to {})", .0.display())]
+    SymlinkOutside(PathBuf),
+    #[error("a symbolic link loops back to a folder above it")]
+    SymlinkLoop,
+    #[error("not a regular file (Helm loads only regular files)")]
+    NotRegularFile,
+    #[error("values.schema.json is not valid JSON")]
+    SchemaJson,
+    #[error("charts/ holds only subcharts: folders with a Chart.yaml, or .tgz packages")]
+    NotASubchart,
+    #[error("found in Chart.yaml, but missing in charts/: {}", .0.join(", "))]
+    MissingDependencies(Vec<String>),
+
+    // Image layouts.
+    #[error("unsupported image layout version `{0}` (expected `1.0.0`)")]
+    LayoutVersion(String),
+    #[error("invalid JSON: {0}")]
+    Json(String),
+    #[error(
+        "names no manifest by tag (`org.opencontainers.image.ref.name`): give one with DIR=REPOSITORY:TAG"
+    )]
+    LayoutUntagged,
+    #[error("names no manifest `{tag}` (it names: {})", if named.is_empty() { "none".to_owned() } else { named.join(", ") })]
+    LayoutTagUnknown { tag: String, named: Vec<String> },
+    #[error("names two manifests `{0}`")]
+    LayoutTagTwice(String),
+    #[error("missing: the layout has no blob {0}")]
+    LayoutMissingBlob(Digest),
+    #[error("is {actual} bytes, but its descriptor says {expected}")]
+    LayoutBlobSize { expected: u64, actual: u64 },
+    #[error("has digest {actual}, not the {expected} it is stored under")]
+    LayoutDigest { expected: Digest, actual: Digest },
+    #[error("`{0}` is not a manifest media type (OCI or Docker image manifest or index)")]
+    LayoutNotManifest(String),
+    #[error("indexes nest deeper than 8 levels")]
+    LayoutTooDeep,
+    #[error("only sha256 content is supported, not `{0}`")]
+    Algorithm(String),
+
+    // The output folder.
+    #[error("repository `{repository}` is also written from {}", other.display())]
+    RepositoryTwice { repository: String, other: PathBuf },
+    #[error(
+        "repository `{0}` exists and was not written by pack (remove it, or choose another name)"
+    )]
+    NotOwned(String),
+    #[error("repository `{inner}` would lie inside repository `{outer}`")]
+    Nested { inner: String, outer: String },
+    #[error("{0}")]
+    Record(String),
+    #[error("out of date, run `make assets` and commit the result: {}", .0.join(", "))]
+    Stale(Vec<String>),
+}
+
+pub(crate) fn at(path: &Path) -> impl Fn(Problem) -> PackError + '_ {
+    move |problem| PackError {
+        path: path.to_owned(),
+        problem,
+    }
+}
+
+pub(crate) fn io_at(path: &Path) -> impl Fn(io::Error) -> PackError + '_ {
+    move |e| PackError {
+        path: path.to_owned(),
+        problem: Problem::Io(e.to_string()),
+    }
+}

@@ -1,0 +1,540 @@
+//! `deploy/chart`, the chartreg chart, with Helm 3.17 and 4.3: `helm lint --strict` passes with
+//! default and other values; `helm template` renders objects that read into the Kubernetes API's
+//! types (k8s-openapi) with no field left over (`serde_ignored`: a misspelt field fails), and
+//! cert-manager and Prometheus Operator objects into small structs that deny unknown fields;
+//! what each object says is checked; bad values fail at template time (values.schema.json).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{Container, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn chart() -> PathBuf {
+    root().join("deploy/chart")
+}
+
+/// Helm 3 or 4 from `.tools/`; missing: fails under `CI=true`, else the test is skipped.
+fn helm(name: &str) -> Option<PathBuf> {
+    let bin = root().join(".tools").join(name).join("helm");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "{name} is missing (scripts/install-tools.sh installs it)"
+    );
+    eprintln!("skipping: {name} is not installed (make tools)");
+    None
+}
+
+fn run(helm: &Path, args: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    Command::new(helm)
+        .args(args)
+        .env("HOME", home.path())
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("helm runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `helm template` with `sets`, in namespace `registry`: the objects, as YAML values.
+fn render(helm: &Path, sets: &[&str]) -> Vec<serde_yaml_ng::Value> {
+    let chart = chart();
+    let mut args = vec![
+        "template",
+        "demo",
+        chart.to_str().unwrap(),
+        "--namespace",
+        "registry",
+    ];
+    for set in sets {
+        args.push("--set");
+        args.push(set);
+    }
+    let out = run(helm, &args);
+    assert!(
+        out.status.success(),
+        "helm template {sets:?}: {}",
+        text(&out)
+    );
+    let rendered = String::from_utf8(out.stdout).unwrap();
+    serde_yaml_ng::Deserializer::from_str(&rendered)
+        .map(|doc| serde_yaml_ng::Value::deserialize(doc).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// The one object of `kind`, read into `T` with every field known to it.
+fn one<T: DeserializeOwned>(objects: &[serde_yaml_ng::Value], kind: &str) -> T {
+    let mut found: Vec<T> = all(objects, kind);
+    assert_eq!(found.len(), 1, "one {kind}");
+    found.remove(0)
+}
+
+fn all<T: DeserializeOwned>(objects: &[serde_yaml_ng::Value], kind: &str) -> Vec<T> {
+    objects
+        .iter()
+        .filter(|o| o["kind"].as_str() == Some(kind))
+        .map(|o| {
+            // Through JSON: k8s-openapi's types read JSON's shapes (quantities, int-or-string).
+            let json = serde_json::to_value(o).unwrap();
+            let mut ignored = Vec::new();
+            let value: T = serde_ignored::deserialize(json, |path| ignored.push(path.to_string()))
+                .unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert!(
+                ignored.is_empty(),
+                "{kind} has fields its type does not know: {ignored:?}"
+            );
+            value
+        })
+        .collect()
+}
+
+fn kinds(objects: &[serde_yaml_ng::Value]) -> Vec<String> {
+    let mut kinds: Vec<String> = objects
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    kinds.sort();
+    kinds
+}
+
+fn manager(deployment: &Deployment) -> Container {
+    let pod = deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap();
+    assert_eq!(pod.containers.len(), 1);
+    let container = pod.containers[0].clone();
+    assert_eq!(container.name, "manager");
+    container
+}
+
+/// cert-manager's Issuer and Certificate, as far as the chart uses them.
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CertManagerObject {
+    api_version: String,
+    kind: String,
+    metadata: Metadata,
+    spec: CertManagerSpec,
+}
+
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Metadata {
+    name: String,
+    namespace: String,
+    #[serde(default)]
+    labels: std::collections::BTreeMap<String, String>,
+}
+
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CertManagerSpec {
+    self_signed: Option<serde_json::Value>,
+    ca: Option<CaIssuer>,
+    #[serde(rename = "isCA")]
+    is_ca: Option<bool>,
+    common_name: Option<String>,
+    secret_name: Option<String>,
+    duration: Option<String>,
+    renew_before: Option<String>,
+    dns_names: Option<Vec<String>>,
+    private_key: Option<PrivateKey>,
+    usages: Option<Vec<String>>,
+    issuer_ref: Option<IssuerRef>,
+}
+
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CaIssuer {
+    secret_name: String,
+}
+
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PrivateKey {
+    algorithm: String,
+    size: u32,
+    rotation_policy: Option<String>,
+}
+
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IssuerRef {
+    name: String,
+    kind: String,
+    group: String,
+}
+
+/// The Prometheus Operator's ServiceMonitor, as far as the chart uses it.
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ServiceMonitor {
+    api_version: String,
+    kind: String,
+    metadata: Metadata,
+    spec: ServiceMonitorSpec,
+}
+
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServiceMonitorSpec {
+    selector: serde_json::Value,
+    endpoints: Vec<Endpoint>,
+}
+
+// Read to check the shape; not every field is asserted on.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Endpoint {
+    port: String,
+    path: String,
+    interval: String,
+    scheme: String,
+    tls_config: Option<serde_json::Value>,
+}
+
+fn cert_manager(objects: &[serde_yaml_ng::Value]) -> Vec<CertManagerObject> {
+    objects
+        .iter()
+        .filter(|o| o["apiVersion"].as_str() == Some("cert-manager.io/v1"))
+        .map(|o| serde_yaml_ng::from_value(o.clone()).unwrap_or_else(|e| panic!("{o:?}: {e}")))
+        .collect()
+}
+
+#[test]
+fn lint_strict_passes_with_default_and_other_values() {
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = helm(name) else { continue };
+        let chart = chart();
+        for sets in [
+            vec![],
+            vec![
+                "tls.enabled=true",
+                "tls.certManager.enabled=true",
+                "replicas=1",
+                "autoscaling.enabled=true",
+                "serviceMonitor.enabled=true",
+            ],
+        ] {
+            let mut args = vec!["lint", "--strict", chart.to_str().unwrap()];
+            for set in &sets {
+                args.push("--set");
+                args.push(set);
+            }
+            let out = run(&helm, &args);
+            assert!(
+                out.status.success(),
+                "{name} lint --strict {sets:?}: {}",
+                text(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn default_values_render_what_cluster_api_needs() {
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = helm(name) else { continue };
+        let objects = render(&helm, &[]);
+        assert_eq!(
+            kinds(&objects),
+            ["Deployment", "PodDisruptionBudget", "Service"],
+            "{name}"
+        );
+        let deployment: Deployment = one(&objects, "Deployment");
+        let spec = deployment.spec.as_ref().unwrap();
+        assert_eq!(spec.replicas, Some(2));
+        let pod = spec.template.spec.as_ref().unwrap();
+        assert_eq!(
+            pod.priority_class_name.as_deref(),
+            Some("system-cluster-critical")
+        );
+        let psc = pod.security_context.as_ref().unwrap();
+        assert_eq!(psc.run_as_non_root, Some(true));
+        assert_eq!(
+            (psc.run_as_user, psc.run_as_group),
+            (Some(65532), Some(65532))
+        );
+        assert_eq!(
+            psc.seccomp_profile.as_ref().unwrap().type_,
+            "RuntimeDefault"
+        );
+        let toleration = &pod.tolerations.as_ref().unwrap()[0];
+        assert_eq!(
+            toleration.key.as_deref(),
+            Some("node-role.kubernetes.io/control-plane")
+        );
+        assert_eq!(toleration.effect.as_deref(), Some("NoSchedule"));
+        let preferred = &pod
+            .affinity
+            .as_ref()
+            .unwrap()
+            .node_affinity
+            .as_ref()
+            .unwrap()
+            .preferred_during_scheduling_ignored_during_execution
+            .as_ref()
+            .unwrap()[0];
+        let expression = &preferred.preference.match_expressions.as_ref().unwrap()[0];
+        assert_eq!(
+            (expression.key.as_str(), expression.operator.as_str()),
+            ("node-role.kubernetes.io/control-plane", "DoesNotExist")
+        );
+        let spread = &pod.topology_spread_constraints.as_ref().unwrap()[0];
+        assert_eq!(spread.topology_key, "kubernetes.io/hostname");
+
+        let c = manager(&deployment);
+        assert_eq!(
+            c.image.as_deref(),
+            Some("chartreg:0.1.0"),
+            "the tag defaults to appVersion"
+        );
+        assert_eq!(c.image_pull_policy.as_deref(), Some("IfNotPresent"));
+        let port = &c.ports.as_ref().unwrap()[0];
+        assert_eq!(
+            (port.name.as_deref(), port.container_port),
+            (Some("serve"), 5000)
+        );
+        let readiness = c.readiness_probe.as_ref().unwrap();
+        let get = readiness.http_get.as_ref().unwrap();
+        assert_eq!(get.path.as_deref(), Some("/readyz"));
+        assert_eq!(get.scheme.as_deref(), Some("HTTP"));
+        assert_eq!(readiness.period_seconds, Some(1));
+        let liveness = c
+            .liveness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap();
+        assert_eq!(liveness.path.as_deref(), Some("/healthz"));
+        let sc = c.security_context.as_ref().unwrap();
+        assert_eq!(sc.read_only_root_filesystem, Some(true));
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        assert_eq!(
+            sc.capabilities.as_ref().unwrap().drop.as_deref(),
+            Some(&["ALL".to_owned()][..])
+        );
+        assert!(c.volume_mounts.is_none(), "no TLS: nothing mounted");
+
+        let service: Service = one(&objects, "Service");
+        assert_eq!(service.metadata.name.as_deref(), Some("helm-repository"));
+        let sport = &service.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
+        assert_eq!(sport.port, 443);
+        assert_eq!(sport.target_port, Some(IntOrString::String("serve".into())));
+
+        let pdb: PodDisruptionBudget = one(&objects, "PodDisruptionBudget");
+        assert_eq!(
+            pdb.spec.as_ref().unwrap().min_available,
+            Some(IntOrString::Int(1))
+        );
+    }
+}
+
+#[test]
+fn tls_cert_manager_autoscaling_and_monitoring_render_when_asked() {
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = helm(name) else { continue };
+        let objects = render(
+            &helm,
+            &[
+                "tls.enabled=true",
+                "tls.certManager.enabled=true",
+                "autoscaling.enabled=true",
+                "serviceMonitor.enabled=true",
+                "image.tag=1.2.3",
+                "image.repository=registry.example/chartreg",
+            ],
+        );
+        let deployment: Deployment = one(&objects, "Deployment");
+        assert_eq!(
+            deployment.spec.as_ref().unwrap().replicas,
+            None,
+            "the autoscaler owns replicas"
+        );
+        let c = manager(&deployment);
+        assert_eq!(c.image.as_deref(), Some("registry.example/chartreg:1.2.3"));
+        let args = c.args.clone().unwrap();
+        for flag in [
+            "--tls-cert-file",
+            "/certs/tls.crt",
+            "--tls-private-key-file",
+            "/certs/tls.key",
+        ] {
+            assert!(args.contains(&flag.to_owned()), "{args:?}");
+        }
+        let mount = &c.volume_mounts.as_ref().unwrap()[0];
+        assert_eq!(
+            (mount.mount_path.as_str(), mount.read_only),
+            ("/certs", Some(true))
+        );
+        let pod = deployment
+            .spec
+            .as_ref()
+            .unwrap()
+            .template
+            .spec
+            .as_ref()
+            .unwrap();
+        let volume = &pod.volumes.as_ref().unwrap()[0];
+        assert_eq!(
+            volume.secret.as_ref().unwrap().secret_name.as_deref(),
+            Some("helm-repository-tls")
+        );
+        for probe in [&c.readiness_probe, &c.liveness_probe] {
+            assert_eq!(
+                probe
+                    .as_ref()
+                    .unwrap()
+                    .http_get
+                    .as_ref()
+                    .unwrap()
+                    .scheme
+                    .as_deref(),
+                Some("HTTPS")
+            );
+        }
+        let hpa: HorizontalPodAutoscaler = one(&objects, "HorizontalPodAutoscaler");
+        assert_eq!(hpa.spec.as_ref().unwrap().min_replicas, Some(2));
+        let monitors: Vec<ServiceMonitor> = objects
+            .iter()
+            .filter(|o| o["kind"].as_str() == Some("ServiceMonitor"))
+            .map(|o| serde_yaml_ng::from_value(o.clone()).unwrap())
+            .collect();
+        assert_eq!(monitors.len(), 1);
+        assert_eq!(monitors[0].api_version, "monitoring.coreos.com/v1");
+        assert_eq!(monitors[0].spec.endpoints[0].scheme, "https");
+        assert!(monitors[0].spec.endpoints[0].tls_config.is_some());
+
+        let certs = cert_manager(&objects);
+        let mut names: Vec<(&str, &str)> = certs
+            .iter()
+            .map(|o| (o.kind.as_str(), o.metadata.name.as_str()))
+            .collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                ("Certificate", "demo-chartreg"),
+                ("Certificate", "demo-chartreg-ca"),
+                ("Issuer", "demo-chartreg-ca"),
+                ("Issuer", "demo-chartreg-selfsigned")
+            ],
+            "{name}"
+        );
+        let find = |kind: &str, name: &str| {
+            certs
+                .iter()
+                .find(|o| o.kind == kind && o.metadata.name == name)
+                .unwrap()
+        };
+        assert!(
+            find("Issuer", "demo-chartreg-selfsigned")
+                .spec
+                .self_signed
+                .is_some()
+        );
+        let ca = find("Certificate", "demo-chartreg-ca");
+        assert_eq!(ca.spec.is_ca, Some(true));
+        assert_eq!(
+            ca.spec.issuer_ref.as_ref().unwrap().name,
+            "demo-chartreg-selfsigned"
+        );
+        let ca_issuer = find("Issuer", "demo-chartreg-ca");
+        assert_eq!(
+            ca_issuer.spec.ca.as_ref().unwrap().secret_name,
+            "demo-chartreg-ca"
+        );
+        let serving = &find("Certificate", "demo-chartreg").spec;
+        assert_eq!(serving.secret_name.as_deref(), Some("helm-repository-tls"));
+        assert_eq!(
+            serving.dns_names.as_deref().unwrap(),
+            [
+                "helm-repository.registry.svc",
+                "helm-repository.registry.svc.cluster.local"
+            ]
+        );
+        assert_eq!(
+            serving.issuer_ref.as_ref().unwrap().name,
+            "demo-chartreg-ca"
+        );
+        assert!(certs.iter().all(|o| o.metadata.namespace == "registry"));
+    }
+}
+
+#[test]
+fn one_replica_never_blocks_a_drain_and_bad_values_fail() {
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = helm(name) else { continue };
+        let objects = render(&helm, &["replicas=1"]);
+        let pdb: PodDisruptionBudget = one(&objects, "PodDisruptionBudget");
+        let spec = pdb.spec.unwrap();
+        assert_eq!(
+            (spec.min_available, spec.max_unavailable),
+            (None, Some(IntOrString::Int(1)))
+        );
+
+        let chart = chart();
+        for bad in [
+            "replicas=0",
+            "imagee.tag=x",
+            "service.port=70000",
+            "tls.enabled=maybe",
+        ] {
+            let out = run(
+                &helm,
+                &["template", "demo", chart.to_str().unwrap(), "--set", bad],
+            );
+            assert!(
+                !out.status.success(),
+                "{name}: --set {bad} should fail: {}",
+                text(&out)
+            );
+        }
+    }
+}

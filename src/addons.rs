@@ -1,0 +1,234 @@
+//! `chartreg addons-config`: the ConfigMap that tells a management cluster which add-on chart
+//! versions exist (the `default-helm-addons-config` of Cluster API add-on tooling), made from
+//! what the binary holds instead of by hand.
+//!
+//! One data key per chart under the repository URL's path (`oci://host/charts` -> the
+//! repositories `charts/<name>`): the chart name, or the key a mapping file gives it
+//! (`nfd: node-feature-discovery`), or `<key>-<version>` for every version with
+//! `--all-versions`. Each value is a block of YAML: `ChartName`, `ChartVersion` (the version as
+//! Chart.yaml writes it, `v` and `+` kept) and `RepositoryURL`. By default the newest stable
+//! version of each chart (the newest prerelease when it has no stable one), ordered as Helm
+//! orders versions.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use chartreg_core::content::{Kind, Registry, Repository};
+use chartreg_core::oci::Reference;
+
+/// What the command is asked for.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub repository_url: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    /// Data key -> chart name.
+    pub mapping: BTreeMap<String, String>,
+    pub all_versions: bool,
+}
+
+/// Why there is no ConfigMap to print.
+#[derive(Debug, thiserror::Error)]
+pub enum AddonsError {
+    #[error("--repository-url must be oci://HOST/PATH, not `{0}`")]
+    Url(String),
+    #[error("no charts under `{0}/` in this binary")]
+    NoCharts(String),
+    #[error("the mapping names `{0}`, which is not a chart under the repository URL")]
+    UnknownChart(String),
+}
+
+/// One chart version the ConfigMap lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub key: String,
+    pub chart: String,
+    pub version: String,
+}
+
+/// A version as Helm orders it (Masterminds semver: a `v` prefix and missing parts allowed).
+fn order(version: &str) -> Option<semver::Version> {
+    let unprefixed = version.strip_prefix('v').unwrap_or(version);
+    let end = unprefixed.find(['-', '+']).unwrap_or(unprefixed.len());
+    let (numbers, rest) = unprefixed.split_at(end);
+    let mut parts: Vec<&str> = numbers.split('.').collect();
+    while parts.len() < 3 {
+        parts.push("0");
+    }
+    let numbers: Vec<String> = parts
+        .iter()
+        .map(|p| p.parse::<u64>().map(|n| n.to_string()))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    semver::Version::parse(&format!("{}{rest}", numbers.join("."))).ok()
+}
+
+/// The chart versions of a repository: (its version as Chart.yaml writes it).
+fn versions(repository: &Repository) -> Vec<String> {
+    let mut found = Vec::new();
+    for tag in repository.tags() {
+        let Ok(tag_ref) = tag.parse() else { continue };
+        let Ok(manifest) = repository.manifest(&Reference::Tag(tag_ref)) else {
+            continue;
+        };
+        if repository.artifact(manifest, Some(tag)).kind != Kind::Chart {
+            continue;
+        }
+        let version = serde_json::from_slice::<serde_json::Value>(&manifest.data)
+            .ok()
+            .and_then(|m| m["config"]["digest"].as_str().map(str::to_owned))
+            .and_then(|d| repository.blob(&d.parse().ok()?).ok())
+            .and_then(|config| serde_json::from_slice::<serde_json::Value>(&config.data).ok())
+            .and_then(|c| c["version"].as_str().map(str::to_owned));
+        if let Some(version) = version {
+            found.push(version);
+        }
+    }
+    found.sort_by(|a, b| order(a).cmp(&order(b)).then_with(|| a.cmp(b)));
+    found.dedup();
+    found
+}
+
+/// The entries of the ConfigMap for `registry`.
+pub fn entries(registry: &Registry, request: &Request) -> Result<Vec<Entry>, AddonsError> {
+    let path = request
+        .repository_url
+        .strip_prefix("oci://")
+        .and_then(|rest| rest.split_once('/'))
+        .map(|(_, path)| path.trim_end_matches('/'))
+        .filter(|path| !path.is_empty())
+        .ok_or_else(|| AddonsError::Url(request.repository_url.clone()))?;
+    let mut charts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for repository in registry.repositories() {
+        let Some(chart) = repository
+            .name()
+            .strip_prefix(path)
+            .and_then(|r| r.strip_prefix('/'))
+        else {
+            continue;
+        };
+        if chart.contains('/') {
+            continue;
+        }
+        let versions = versions(repository);
+        if !versions.is_empty() {
+            charts.insert(chart.to_owned(), versions);
+        }
+    }
+    if charts.is_empty() {
+        return Err(AddonsError::NoCharts(path.to_owned()));
+    }
+    for chart in request.mapping.values() {
+        if !charts.contains_key(chart) {
+            return Err(AddonsError::UnknownChart(chart.clone()));
+        }
+    }
+    let key_of = |chart: &str| {
+        request
+            .mapping
+            .iter()
+            .find(|(_, c)| c.as_str() == chart)
+            .map_or_else(|| chart.to_owned(), |(key, _)| key.clone())
+    };
+    let mut entries = Vec::new();
+    for (chart, versions) in &charts {
+        let key = key_of(chart);
+        if request.all_versions {
+            for version in versions {
+                entries.push(Entry {
+                    key: format!("{key}-{version}"),
+                    chart: chart.clone(),
+                    version: version.clone(),
+                });
+            }
+            continue;
+        }
+        let stable = versions
+            .iter()
+            .rev()
+            .find(|v| order(v).is_some_and(|o| o.pre.is_empty()));
+        if let Some(version) = stable.or(versions.last()) {
+            entries.push(Entry {
+                key,
+                chart: chart.clone(),
+                version: version.clone(),
+            });
+        }
+    }
+    entries.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(entries)
+}
+
+/// `text` as a YAML scalar that reads back as the same string.
+fn scalar(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-+/:".contains(&b))
+        && !text.starts_with(['-', ':', '.'])
+        && text.parse::<f64>().is_err()
+        && !matches!(
+            text,
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n" | "~"
+        );
+    if plain {
+        text.to_owned()
+    } else {
+        // A JSON string is a YAML double-quoted scalar.
+        serde_json::to_string(text).unwrap_or_default()
+    }
+}
+
+/// The ConfigMap as YAML.
+pub fn config_map(entries: &[Entry], request: &Request) -> String {
+    let mut out = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n");
+    let _ = writeln!(out, "  name: {}", scalar(&request.name));
+    if let Some(namespace) = &request.namespace {
+        let _ = writeln!(out, "  namespace: {}", scalar(namespace));
+    }
+    out.push_str("data:\n");
+    for e in entries {
+        let _ = writeln!(
+            out,
+            "  {}: |",
+            serde_json::to_string(&e.key).unwrap_or_default()
+        );
+        let _ = writeln!(out, "    ChartName: {}", scalar(&e.chart));
+        let _ = writeln!(out, "    ChartVersion: {}", scalar(&e.version));
+        let _ = writeln!(
+            out,
+            "    RepositoryURL: {}",
+            scalar(&request.repository_url)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_order_as_helm_orders_them() {
+        let mut versions = vec!["1.10.0", "v1.2", "1.2.1-rc.1", "1.2.1", "0.9.0+build.7"];
+        versions.sort_by_key(|v| order(v));
+        assert_eq!(
+            versions,
+            ["0.9.0+build.7", "v1.2", "1.2.1-rc.1", "1.2.1", "1.10.0"]
+        );
+        assert!(order("latest").is_none());
+    }
+
+    #[test]
+    fn scalars_read_back_as_strings() {
+        assert_eq!(scalar("v0.14.5"), "v0.14.5");
+        assert_eq!(scalar("1.2.3+build.7"), "1.2.3+build.7");
+        assert_eq!(
+            scalar("oci://helm-repository.ns.svc/charts"),
+            "oci://helm-repository.ns.svc/charts"
+        );
+        assert_eq!(scalar("1.0"), "\"1.0\"");
+        assert_eq!(scalar("true"), "\"true\"");
+        assert_eq!(scalar("a b"), "\"a b\"");
+    }
+}

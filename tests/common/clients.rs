@@ -1,0 +1,358 @@
+//! Helpers for the client tests (Helm, skopeo, curl, oci-client): Helm in isolated home
+//! folders, byte comparisons, curl, a CNCF distribution registry to push to, generated layouts.
+
+use super::*;
+
+/// Makes `cmd` (Helm, or a wrapper that runs it) use its own folders under `home` and none
+/// of the caller's Helm, registry, Kubernetes or TLS settings.
+pub fn isolate_helm<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {
+    cmd.current_dir(home)
+        .env("HOME", home)
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env("DOCKER_CONFIG", home.join("docker"))
+        .env("KUBECONFIG", home.join("kubeconfig"))
+        .env("GNUPGHOME", home.join("gnupg"));
+    for var in [
+        "HELM_REGISTRY_CONFIG",
+        "HELM_REPOSITORY_CONFIG",
+        "HELM_REPOSITORY_CACHE",
+        "HELM_PLUGINS",
+        "HELM_DEBUG",
+        "HELM_NAMESPACE",
+        "HELM_KUBECONTEXT",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The manifest digest that `index.json` of the committed layout `assets/<repo>` tags `tag`
+/// with: what chartreg must serve for `<repo>:<tag>`.
+pub fn assets_tag_digest(repo: &str, tag: &str) -> String {
+    use chartreg_core::oci::layout::{ImageIndex, REF_NAME};
+    let path = root().join("assets").join(repo).join("index.json");
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let index: ImageIndex =
+        serde_json::from_slice(&data).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()));
+    index
+        .manifests
+        .iter()
+        .find(|d| d.annotations.get(REF_NAME).map(String::as_str) == Some(tag))
+        .unwrap_or_else(|| panic!("{} tags no manifest `{tag}`", path.display()))
+        .digest
+        .to_string()
+}
+
+/// The bytes of a file, or a panic naming it.
+pub fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// Panics unless `got` holds exactly the bytes of `want`, naming both (with sizes and digests,
+/// not the bytes) and `context`.
+pub fn assert_same_bytes(got: &[u8], want: &Path, context: &str) {
+    let expected = read(want);
+    assert!(
+        got == expected.as_slice(),
+        "{context}: bytes differ from {}: got {} bytes {}, want {} bytes {}",
+        want.display(),
+        got.len(),
+        sha256(got),
+        expected.len(),
+        sha256(&expected),
+    );
+}
+
+/// Runs a command to completion, capturing its output; panics naming `what` if it cannot
+/// start at all.
+pub fn output_of(cmd: &mut Command, what: &str) -> std::process::Output {
+    cmd.stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: could not run {cmd:?}: {e}"))
+}
+
+/// stdout and stderr of a finished command, for failure messages.
+pub fn describe(out: &std::process::Output) -> String {
+    format!(
+        "{}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// One HTTP exchange made with curl.
+#[derive(Debug)]
+pub struct CurlResponse {
+    pub status: u16,
+    /// Header names lower-cased, in the order received.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl CurlResponse {
+    /// The body as text (lossy).
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The first value of a header (name matched case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `curl` with `method` (GET, HEAD, POST, ...) on `url` with extra request headers. Fails the
+/// test only if curl itself fails (connection refused and the like), not on HTTP errors.
+pub fn curl(curl: &Path, method: &str, url: &str, headers: &[(&str, &str)]) -> CurlResponse {
+    try_curl(curl, method, url, headers)
+        .unwrap_or_else(|e| panic!("curl {method} {url} failed: {e}"))
+}
+
+/// Like [`curl`], returning curl's complaint instead of failing.
+pub fn try_curl(
+    curl: &Path,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+) -> Result<CurlResponse, String> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let header_file = dir.path().join("headers");
+    let mut cmd = Command::new(curl);
+    cmd.args([
+        "--silent",
+        "--show-error",
+        "--max-time",
+        "30",
+        "--dump-header",
+    ])
+    .arg(&header_file)
+    .args(["--output", "-"]);
+    match method {
+        "HEAD" => {
+            cmd.arg("--head");
+        }
+        "GET" => {}
+        other => {
+            cmd.args(["--request", other]);
+        }
+    }
+    for (name, value) in headers {
+        cmd.arg("--header").arg(format!("{name}: {value}"));
+    }
+    let out = output_of(cmd.arg(url), "curl");
+    if !out.status.success() {
+        return Err(describe(&out));
+    }
+    let raw = std::fs::read_to_string(&header_file).map_err(|e| e.to_string())?;
+    // With --head the header block is also printed on stdout: it is no body.
+    let body = if method == "HEAD" {
+        Vec::new()
+    } else {
+        out.stdout
+    };
+    // Only the last header block counts (a `100 Continue` may come first).
+    let block = raw
+        .trim_end()
+        .rsplit("\r\n\r\n")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let mut lines = block.lines();
+    let status_line = lines.next().unwrap_or_default();
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no HTTP status line in {raw:?}"))?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Ok(CurlResponse {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// The CNCF distribution registry (`docker-registry`, via `scripts/run-distribution.sh`) on a
+/// free loopback port, with its storage in a temporary folder; killed on drop, with its log
+/// printed if the test failed.
+///
+/// Ports: distribution cannot be handed a bound socket, so a port is picked by binding
+/// 127.0.0.1:0 and releasing it, which is racy on its own. Two things make it safe:
+/// - if distribution cannot bind (it exits at once with "address already in use"), another
+///   port is tried;
+/// - readiness is proven to be *this* instance, not whatever else may hold the port: a blob
+///   upload is started on the port (POST, 202) and its upload folder must appear in this
+///   instance's own storage folder.
+pub struct Distribution {
+    child: Child,
+    pub addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Distribution {
+    /// Starts distribution; `None` (test skipped) when docker-registry or curl is missing.
+    pub fn start() -> Option<Distribution> {
+        tool("docker-registry")?;
+        let curl_bin = tool("curl")?;
+        let script = root().join("scripts").join("run-distribution.sh");
+        let mut failures = String::new();
+        for _attempt in 0..10 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("pick a loopback port")
+                .port();
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let dir = tempfile::tempdir().expect("temp dir");
+            let log = std::fs::File::create(dir.path().join("registry.log")).expect("log file");
+            let child = Command::new("bash")
+                .arg(&script)
+                .arg(dir.path().join("registry"))
+                .arg(addr.to_string())
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("log file"))
+                .stderr(log)
+                .spawn()
+                .expect("start scripts/run-distribution.sh");
+            let mut registry = Distribution { child, addr, dir };
+            match registry.wait_ready(&curl_bin) {
+                Ok(()) => return Some(registry),
+                Err(why) => {
+                    failures.push_str(&format!("{addr}: {why}\n{}\n", registry.log()));
+                    // Dropping kills it if it still runs; try another port.
+                }
+            }
+        }
+        panic!("distribution did not start on any port:\n{failures}");
+    }
+
+    fn wait_ready(&mut self, curl_bin: &Path) -> Result<(), String> {
+        const PROBE: &str = "chartreg-probe/ready";
+        let uploads = self
+            .dir
+            .path()
+            .join("registry/data/docker/registry/v2/repositories")
+            .join(PROBE)
+            .join("_uploads");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("poll distribution") {
+                return Err(format!("distribution exited ({status})"));
+            }
+            if std::net::TcpStream::connect(self.addr).is_ok() {
+                let url = format!("http://{}/v2/{PROBE}/blobs/uploads/", self.addr);
+                if let Ok(r) = try_curl(curl_bin, "POST", &url, &[("Content-Length", "0")])
+                    && r.status == 202
+                    && std::fs::read_dir(&uploads).is_ok_and(|mut d| d.next().is_some())
+                {
+                    return Ok(());
+                }
+            }
+            thread::sleep(Duration::from_millis(25));
+        }
+        Err("distribution did not answer within 20 s".into())
+    }
+
+    /// `127.0.0.1:PORT`
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// What distribution logged (errors only).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Distribution {
+    fn drop(&mut self) {
+        // The script exec's the registry: this PID is the registry's own.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if thread::panicking() {
+            eprintln!("--- distribution log ---\n{}", self.log());
+        }
+    }
+}
+
+/// A one-manifest OCI image layout built in a test, as content files for
+/// [`Registry::from_files`].
+pub struct GeneratedLayout {
+    /// `<repo>/oci-layout`, `<repo>/index.json` and `<repo>/blobs/sha256/*`.
+    pub files: Vec<ContentFile>,
+    /// The image manifest's exact bytes and digest.
+    pub manifest: Vec<u8>,
+    pub manifest_digest: String,
+}
+
+/// Builds the layout of repository `repo` whose `index.json` tags one OCI image manifest
+/// `tag`; the manifest has the given config and layers, each `(media type, bytes)`.
+pub fn generated_layout(
+    repo: &str,
+    tag: &str,
+    config: (&str, &[u8]),
+    layers: &[(&str, &[u8])],
+) -> GeneratedLayout {
+    use chartreg_core::oci::Digest;
+    use chartreg_core::oci::layout::{
+        Annotations, Descriptor, ImageIndex, ImageManifest, OciLayout, REF_NAME, blob_path,
+    };
+    let mut files = Vec::new();
+    let mut blob = |media_type: &str, data: &[u8]| {
+        let digest = Digest::sha256_of(data);
+        files.push(ContentFile::new(
+            format!("{repo}/{}", blob_path(&digest)),
+            data.to_vec(),
+        ));
+        Descriptor::new(media_type, digest, data.len() as u64)
+    };
+    let config = blob(config.0, config.1);
+    let layers = layers.iter().map(|(t, d)| blob(t, d)).collect();
+    let manifest = ImageManifest::new(config, layers);
+    let manifest = serde_json::to_vec(&manifest).expect("manifest serialises");
+    let mut descriptor = blob("application/vnd.oci.image.manifest.v1+json", &manifest);
+    descriptor
+        .annotations
+        .insert(REF_NAME.to_owned(), tag.to_owned());
+    let manifest_digest = descriptor.digest.to_string();
+    let index = ImageIndex {
+        schema_version: 2,
+        media_type: Some("application/vnd.oci.image.index.v1+json".into()),
+        artifact_type: None,
+        manifests: vec![descriptor],
+        subject: None,
+        annotations: Annotations::new(),
+    };
+    let layout = OciLayout {
+        image_layout_version: "1.0.0".into(),
+    };
+    files.push(ContentFile::new(
+        format!("{repo}/index.json"),
+        serde_json::to_vec(&index).expect("index serialises"),
+    ));
+    files.push(ContentFile::new(
+        format!("{repo}/oci-layout"),
+        serde_json::to_vec(&layout).expect("oci-layout serialises"),
+    ));
+    GeneratedLayout {
+        files,
+        manifest,
+        manifest_digest,
+    }
+}

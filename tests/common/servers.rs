@@ -1,0 +1,182 @@
+//! chartreg on a real socket: the binary as a child process ([`Process`], killed on drop with
+//! its log shown when a test fails), or the library serving any registry in this process
+//! ([`InProcess`]).
+
+use super::*;
+
+/// `chartreg serve` as a child process on 127.0.0.1 with a port the OS picked; killed on drop,
+/// with its log printed if the test failed.
+pub struct Process {
+    child: Child,
+    pub addr: SocketAddr,
+    log: Arc<Mutex<String>>,
+}
+
+impl Process {
+    /// Starts the binary and waits for its "serving ... on http://ADDR" line.
+    pub fn start() -> Process {
+        Self::start_with(&chartreg_bin(), &[])
+    }
+
+    /// `bin serve --listen 127.0.0.1:0` with extra environment variables.
+    pub fn start_with(bin: &Path, env: &[(&str, &str)]) -> Process {
+        Self::start_args(bin, &[], env)
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `127.0.0.1:PORT`, as `oci://` references and skopeo want it.
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Sends the process a signal (`"TERM"`, `"INT"`) with kill(1).
+    pub fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.child.wait().expect("chartreg can be waited for")
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if thread::panicking() {
+            eprintln!("--- chartreg log ---\n{}", self.log());
+        }
+    }
+}
+
+/// The library serving `registry` on a real socket in this process (a listener bound to
+/// 127.0.0.1:0 and kept), stopped on drop.
+pub struct InProcess {
+    pub addr: SocketAddr,
+    handle: actix_web::dev::ServerHandle,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl InProcess {
+    pub fn start(registry: Registry) -> InProcess {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let addr = listener.local_addr().expect("bound address");
+        let data = web::Data::new(registry);
+        let (tx, rx) = mpsc::channel();
+        let thread = thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let server = HttpServer::new(move || chartreg::http::app(data.clone()))
+                    .workers(2)
+                    .listen(listener)
+                    .expect("listen on the bound socket")
+                    .run();
+                tx.send(server.handle()).expect("test is waiting");
+                server.await.expect("server runs");
+            })
+        });
+        let handle = rx.recv().expect("server started");
+        InProcess {
+            addr,
+            handle,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        let stop = self.handle.stop(false);
+        // The server's own runtime is on its thread; waiting for the stop needs none here.
+        futures_util::FutureExt::now_or_never(stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Where the summary line says the main listener is: the address after the first
+/// ` on http://` or ` on https://` (a metrics address may follow it on the same line).
+fn served_address(line: &str) -> Option<SocketAddr> {
+    let start = [" on http://", " on https://"]
+        .iter()
+        .filter_map(|marker| line.find(marker).map(|at| at + marker.len()))
+        .min()?;
+    line[start..]
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .next()?
+        .parse()
+        .ok()
+}
+
+impl Process {
+    /// `bin serve --listen 127.0.0.1:0 ARGS...` with extra environment variables; waits for the
+    /// summary line, plain HTTP or HTTPS (`addr` is then the HTTPS listener).
+    pub fn start_args(bin: &Path, args: &[&str], env: &[(&str, &str)]) -> Process {
+        let mut child = Command::new(bin)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chartreg starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = log.clone();
+        thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                {
+                    let mut log = sink.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+                if let Some(addr) = served_address(&line)
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(addr);
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(addr) => Process { child, addr, log },
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                // Give the reader a moment to take the last lines of a process that exited.
+                thread::sleep(Duration::from_millis(100));
+                panic!("chartreg did not start:\n{}", log.lock().unwrap());
+            }
+        }
+    }
+
+    /// `https://127.0.0.1:PORT`
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+}

@@ -1,0 +1,114 @@
+//! Helm 3 (3.17, oras-go v1) and Helm 4 (oras-go v2) against the chartreg binary: pulls by
+//! exact version, range, latest and `--devel` give byte-identical packages; `show` and
+//! `template` work straight from the registry; `--verify` succeeds with the signing key and
+//! fails without it; unknown charts fail; and what `helm push` stores in the CNCF
+//! distribution registry has the same descriptors as what chartreg serves; chart folders packed
+//! by `chartreg-build` are what Helm makes of the folders; versions are found as people write
+//! them.
+//!
+//! Every test runs once per Helm version (the case name says which), each with its own
+//! chartreg process and Helm home folders.
+
+mod addons;
+#[path = "../common/mod.rs"]
+mod common;
+mod folders;
+mod pull;
+mod push;
+mod verify;
+mod versions;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{Distribution, Process, assert_same_bytes, assets_tag_digest, describe, root};
+use rstest::rstest;
+use serde_json::Value;
+
+/// One Helm binary with private config, cache and data folders (and HOME), so that tests
+/// share nothing with each other or with the user's Helm.
+struct Helm {
+    name: &'static str,
+    bin: PathBuf,
+    home: tempfile::TempDir,
+}
+
+impl Helm {
+    /// `None` (the test is skipped) when this Helm is not installed.
+    fn new(name: &'static str) -> Option<Helm> {
+        let bin = common::tool(name)?;
+        let home = tempfile::tempdir().expect("temp dir");
+        Some(Helm { name, bin, home })
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let home = self.home.path();
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args);
+        common::isolate_helm(&mut cmd, home);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        common::output_of(&mut self.command(args), self.name)
+    }
+
+    /// Runs Helm and fails the test, naming this Helm and the command, unless it succeeds.
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{} {} failed: {}",
+            self.name,
+            args.join(" "),
+            describe(&out)
+        );
+        out
+    }
+
+    /// Runs Helm and fails the test unless it fails.
+    fn fails(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "{} {} should have failed: {}",
+            self.name,
+            args.join(" "),
+            describe(&out)
+        );
+        out
+    }
+}
+
+/// stdout and stderr together (Helm versions differ in where they print `Pulled:`/`Digest:`).
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn charts_dir() -> PathBuf {
+    root().join("charts")
+}
+
+fn str_path(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 temp path")
+}
+
+/// One file out of a chart package (a gzipped tar).
+fn file_in_package(package: &Path, name: &str) -> String {
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(package).expect("open package"));
+    let mut archive = tar::Archive::new(gz);
+    for entry in archive.entries().expect("package is a tar") {
+        let mut entry = entry.expect("tar entry");
+        if entry.path().expect("entry path").to_str() == Some(name) {
+            let mut s = String::new();
+            entry.read_to_string(&mut s).expect("UTF-8 file");
+            return s;
+        }
+    }
+    panic!("{} holds no {name}", package.display());
+}
