@@ -8,6 +8,7 @@ mod common;
 
 use std::fs;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -169,6 +170,8 @@ fn run_image(root: &Path) -> (Child, String) {
 mount --bind "$1" "$1"
 mount -o remount,bind,ro "$1"
 exec chroot --userspec=65532:65532 "$1" /chartreg serve --listen 127.0.0.1:0 --shutdown-delay 0s"#;
+    // A process group of its own: chartreg, once it runs as 65532, is no longer killed with
+    // its parent (a change of user clears the parent-death signal), so the group is.
     let mut child = Command::new("unshare")
         .args([
             "--mount",
@@ -182,6 +185,7 @@ exec chroot --userspec=65532:65532 "$1" /chartreg serve --listen 127.0.0.1:0 --s
         ])
         .arg(root)
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .expect("unshare runs");
     let stderr = child.stderr.take().unwrap();
@@ -200,10 +204,18 @@ exec chroot --userspec=65532:65532 "$1" /chartreg serve --listen 127.0.0.1:0 --s
     match rx.recv_timeout(Duration::from_secs(20)) {
         Ok(Ok(addr)) => (child, addr),
         other => {
-            let _ = child.kill();
+            stop(&mut child);
             panic!("the image did not start: {other:?}");
         }
     }
+}
+
+/// Kills the image's whole process group, and waits for its leader.
+fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
+    let _ = child.wait();
 }
 
 #[test]
@@ -242,8 +254,7 @@ fn the_image_serves_charts_to_helm_as_nonroot_on_a_read_only_root() {
             home.path().join("hello-1.0.0.tgz").is_file(),
         ));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    stop(&mut child);
     for (name, ok, out, file) in pulled {
         assert!(ok && file, "{name} pull from the image: {out}");
     }

@@ -92,26 +92,23 @@ impl super::Repository {
     /// Makes the tags list from the tags. Helm resolves version ranges and "latest" only
     /// against tags that are strict semantic versions (`v1.2.3` is not), so the unprefixed
     /// form of a `v` tag that is one is listed too (and names the same manifest), unless a tag
-    /// of that name exists.
-    pub(super) fn finish_tags(&mut self) {
-        self.unprefixed = self
-            .tags
+    /// of that name exists. `sorted` is every tag, in byte order.
+    pub(super) fn finish_tags(&mut self, mut sorted: Vec<String>) {
+        self.unprefixed = sorted
             .iter()
-            .filter_map(|(tag, hash)| {
+            .filter_map(|tag| {
                 let unprefixed = tag.strip_prefix('v')?;
                 let strict = semver::Version::parse(&unprefixed.replace('_', "+")).is_ok();
+                let hash = self.tags.get(tag.as_str())?;
                 (strict && !self.tags.contains_key(unprefixed))
                     .then(|| (unprefixed.to_owned(), *hash))
             })
             .collect();
-        let mut listed: Vec<String> = self
-            .tags
-            .keys()
-            .chain(self.unprefixed.keys())
-            .cloned()
-            .collect();
-        listed.sort_unstable();
-        self.tag_list = Listing::tags(self.name.as_str(), listed);
+        if !self.unprefixed.is_empty() {
+            sorted.extend(self.unprefixed.keys().cloned());
+            sorted.sort_unstable();
+        }
+        self.tag_list = Listing::tags(self.name.as_str(), sorted);
     }
 }
 

@@ -359,7 +359,9 @@ impl Repository {
 
     /// The tags list made from the tags, referrers in digest order.
     fn finish(mut self) -> Self {
-        self.finish_tags();
+        let mut tags: Vec<String> = self.tags.keys().cloned().collect();
+        tags.sort_unstable();
+        self.finish_tags(tags);
         for referrers in self.referrers.values_mut() {
             referrers.sort_by(|a, b| a.digest.cmp(&b.digest));
         }

@@ -138,6 +138,13 @@ fn validate(s: &str) -> Result<(), DigestError> {
 }
 
 impl Digest {
+    /// The digest `text` is known to be, without checking it again: `sha256:` and the lowercase
+    /// hex of a hash, compared as bytes by the caller (the build-time facts' reader).
+    pub(crate) fn from_known_sha256(text: ByteString) -> Self {
+        debug_assert!(is_sha256(&text), "{text}");
+        Digest(text)
+    }
+
     /// Parses a digest held as a shared string (a slice of the manifest it was read from), which
     /// the digest then keeps instead of a copy.
     pub fn from_shared(text: ByteString) -> Result<Self, DigestError> {
