@@ -37,7 +37,7 @@ fn refused(files: Files, path: &str) -> Problem {
                 e.to_string().starts_with(path),
                 "the message names the file: {e}"
             );
-            e.problem
+            *e.problem
         }
     }
 }

@@ -78,7 +78,7 @@ fn embedded_hashes_are_trusted_and_checked() {
     assert!(Registry::from_files(with_hashes(false)).is_ok());
     let e = Registry::from_files(with_hashes(true)).unwrap_err();
     assert_eq!(e.path, layer_path);
-    assert!(matches!(e.problem, Problem::DigestMismatch { .. }), "{e}");
+    assert!(matches!(*e.problem, Problem::DigestMismatch { .. }), "{e}");
 }
 
 fn hex_to_bytes(hex: &str) -> [u8; 32] {

@@ -267,8 +267,8 @@ impl Taking<'_> {
         let actual = Digest::sha256_of(&data);
         if actual != d.digest {
             return Err(at(&file.path)(Problem::LayoutDigest {
-                expected: d.digest.clone(),
-                actual,
+                expected: Box::new(d.digest.clone()),
+                actual: Box::new(actual),
             }));
         }
         Ok(data)

@@ -15,7 +15,8 @@ use super::version::VersionError;
 #[error("{}: {problem}", path.display())]
 pub struct PackError {
     pub path: PathBuf,
-    pub problem: Problem,
+    /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
+    pub problem: Box<Problem>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,7 +122,10 @@ pub enum Problem {
     #[error("is {actual} bytes, but its descriptor says {expected}")]
     LayoutBlobSize { expected: u64, actual: u64 },
     #[error("has digest {actual}, not the {expected} it is stored under")]
-    LayoutDigest { expected: Digest, actual: Digest },
+    LayoutDigest {
+        expected: Box<Digest>,
+        actual: Box<Digest>,
+    },
     #[error("`{0}` is not a manifest media type (OCI or Docker image manifest or index)")]
     LayoutNotManifest(String),
     #[error("indexes nest deeper than 8 levels")]
@@ -147,13 +151,13 @@ pub enum Problem {
 pub(crate) fn at(path: &Path) -> impl Fn(Problem) -> PackError + '_ {
     move |problem| PackError {
         path: path.to_owned(),
-        problem,
+        problem: Box::new(problem),
     }
 }
 
 pub(crate) fn io_at(path: &Path) -> impl Fn(io::Error) -> PackError + '_ {
     move |e| PackError {
         path: path.to_owned(),
-        problem: Problem::Io(e.to_string()),
+        problem: Box::new(Problem::Io(e.to_string())),
     }
 }

@@ -283,7 +283,7 @@ impl Reader<'_> {
             return stale("a digest does not name its content");
         }
         let quoted = self.text(quoted);
-        let digest = Digest::from_known_sha256(quoted.slice_ref(&quoted[1..72]));
+        let digest = Digest::from_known_sha256(quoted.slice_ref(&quoted[1..72]), hash);
         Ok((file.data.clone(), hash, digest, quoted.into_bytes()))
     }
 

@@ -223,10 +223,10 @@ impl<'f> Layout<'f> {
         let (file, hash) = self.fetch(d)?;
         let manifest_error = |source| LoadError {
             path: path(),
-            problem: Problem::Manifest {
+            problem: Box::new(Problem::Manifest {
                 digest: d.digest.clone(),
                 source,
-            },
+            }),
         };
         let (schema_version, body_media_type, referrer) = match kind {
             ManifestKind::Image => {

@@ -12,7 +12,8 @@ pub(super) const MAX_NESTING: usize = 8;
 #[error("{path}: {problem}")]
 pub struct LoadError {
     pub path: String,
-    pub problem: Problem,
+    /// Boxed: an error is rare, and a small `Result` keeps the loader's happy path cheap.
+    pub problem: Box<Problem>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +86,6 @@ pub enum Problem {
 pub(super) fn fail<T>(path: impl Into<String>, problem: Problem) -> Result<T, LoadError> {
     Err(LoadError {
         path: path.into(),
-        problem,
+        problem: Box::new(problem),
     })
 }
