@@ -5,16 +5,16 @@ LISTEN ?= 0.0.0.0:5000
 BIN := target/release/chartreg
 BUILD_TOOL := target/release/chartreg-build
 
-.PHONY: all assets assets-check build-tool build image run test tools lint clean
+.PHONY: all assets assets-check build-tool build fetch image run test tools lint clean
 
 # Every input of assets/ (charts, chart folders, image layouts), written down once.
 CONTENT := content.yaml
 
 all: build
 
-# The build tool alone: neither the server nor its HTTP and TLS stack is compiled for it.
+# The build tool alone, pack only: neither the server nor any HTTP or TLS stack is compiled for it.
 build-tool:
-	$(CARGO) build --quiet --release -p chartreg-build
+	$(CARGO) build --quiet --release -p chartreg-build --no-default-features
 
 # Pack what $(CONTENT) lists into assets/ (rewrites only what changed; a bad input leaves assets/
 # as it was).
@@ -26,6 +26,17 @@ assets: build-tool
 assets-check: build-tool
 	$(BUILD_TOOL) pack --config $(CONTENT) --out assets --check
 	$(BUILD_TOOL) pack --config $(CONTENT) --out assets
+
+# Take what mindthegap-style lists name from upstream into charts/ and images/, pinned by the lock
+# beside CHARTS_FILE (see the README, "Fetching from upstream"). The only target that needs the
+# network; FETCH_FLAGS=--locked takes exactly what the lock pins.
+CHARTS_FILE ?=
+IMAGES_FILE ?=
+FETCH_FLAGS ?=
+fetch:
+	$(CARGO) build --quiet --release -p chartreg-build
+	$(BUILD_TOOL) fetch $(if $(CHARTS_FILE),--helm-charts-file $(CHARTS_FILE)) \
+		$(if $(IMAGES_FILE),--images-file $(IMAGES_FILE)) $(FETCH_FLAGS)
 
 # Pack, then build the server with assets/ embedded.
 build: assets
@@ -49,6 +60,7 @@ tools:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --release -p chartreg-build --no-default-features -- -D warnings
 
 # Every test, against the release binary. Never rewrites committed files (see assets-check).
 # Both binaries are built once, by this one cargo run; tests find the other binary beside theirs.

@@ -144,3 +144,33 @@ fn make_targets_and_commands_the_readme_names_exist() {
         }
     }
 }
+
+/// Every flag the README's fetch table names is one `chartreg-build fetch --help` lists.
+#[test]
+fn the_fetch_flags_the_readme_names_exist() {
+    let text = readme();
+    let section = text
+        .split("### Fetching from upstream")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .expect("the README has a fetch section");
+    let out = Command::new(common::chartreg_build_bin())
+        .args(["fetch", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let mut named = 0;
+    for row in section.lines().filter(|l| l.starts_with("| `--")) {
+        let flag = row
+            .trim_start_matches("| `")
+            .split([' ', '`'])
+            .next()
+            .unwrap();
+        named += 1;
+        assert!(
+            help.contains(flag),
+            "the README names `fetch {flag}`, which `chartreg-build fetch --help` does not list:\n{help}"
+        );
+    }
+    assert!(named >= 10, "the fetch table lost its rows ({named})");
+}

@@ -83,6 +83,22 @@ impl Helm {
         );
         out
     }
+
+    /// `helm pull oci://HOST/charts/CHART --version VERSION --plain-http` into `dir`; fails the
+    /// test unless it succeeds.
+    pub fn pull(&self, host: &str, chart: &str, version: &str, dir: &Path) -> std::process::Output {
+        let reference = format!("oci://{host}/charts/{chart}");
+        let dir = dir.to_str().expect("UTF-8 path");
+        self.ok(&[
+            "pull",
+            &reference,
+            "--version",
+            version,
+            "--plain-http",
+            "-d",
+            dir,
+        ])
+    }
 }
 
 /// The manifest digest that `index.json` of the committed layout `assets/<repo>` tags `tag`

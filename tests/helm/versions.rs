@@ -39,16 +39,7 @@ fn helm_pulls_versions_as_people_write_them(#[values("helm3", "helm4")] helm: &'
     ];
     for (chart, version, file, digest) in cases {
         let out = tempfile::tempdir().unwrap();
-        let reference = format!("oci://{}/charts/{chart}", server.host());
-        helm.ok(&[
-            "pull",
-            &reference,
-            "--version",
-            version,
-            "--plain-http",
-            "--destination",
-            str_path(out.path()),
-        ]);
+        helm.pull(&server.host(), chart, version, out.path());
         // Helm names the file after the version it asked for.
         let files = common::file_names(out.path());
         assert_eq!(files, [file], "{}: {chart} --version {version}", helm.name);

@@ -1,4 +1,4 @@
-//! The command line: `chartreg-build pack`.
+//! The command line: `chartreg-build pack` and `chartreg-build fetch`.
 //!
 //! `main` parses arguments (every flag also reads a `CHARTREG_*` variable), runs one command,
 //! and reports how it went: a result line on stdout, or one error on stderr naming the input.
@@ -25,6 +25,52 @@ pub struct Cli {
 pub enum Command {
     /// Turn charts (packages and folders) and OCI image layouts into the layouts chartreg serves.
     Pack(PackArgs),
+    /// Take the charts and images that mindthegap-style lists name from upstream into `charts/`
+    /// and `images/`, pinned by a lock file (`chartreg.lock`).
+    #[cfg(feature = "fetch")]
+    Fetch(FetchArgs),
+}
+
+#[cfg(feature = "fetch")]
+#[derive(Debug, Clone, Args)]
+pub struct FetchArgs {
+    /// mindthegap's Helm charts file: classic repositories and their chart versions, and
+    /// `chartURLs` (`oci://...`, packages).
+    #[arg(long, value_name = "FILE")]
+    pub helm_charts_file: Option<PathBuf>,
+    /// mindthegap's images file: registries, their images and tags.
+    #[arg(long, value_name = "FILE")]
+    pub images_file: Option<PathBuf>,
+    /// Folder the chart packages are written into.
+    #[arg(long, value_name = "DIR", default_value = "charts")]
+    pub out: PathBuf,
+    /// Folder the image layouts are written into (`<DIR>/<registry>/<repository>`).
+    #[arg(long, value_name = "DIR", default_value = "images")]
+    pub images_out: PathBuf,
+    /// The lock file [default: chartreg.lock beside the charts file, else the images file].
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// Take exactly what the lock pins: fail, naming each entry, if a source now serves other
+    /// bytes or the lists ask for other entries; the lock is never written.
+    #[arg(long)]
+    pub locked: bool,
+    /// Only these platforms of multi-platform images (`linux/amd64`, `linux/arm64/v8`;
+    /// repeatable) [default: every platform].
+    #[arg(long = "platform", value_name = "OS/ARCH[/VARIANT]")]
+    pub platforms: Vec<String>,
+    /// PEM certificates to trust (besides the system's) for HTTPS sources.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// A registry host (`host` or `host:port`) reached over plain HTTP (repeatable; loopback
+    /// hosts always are).
+    #[arg(long = "plain-http", value_name = "HOST")]
+    pub plain_http: Vec<String>,
+    /// Do not take images' referrers (signatures, attestations, SBOMs).
+    #[arg(long)]
+    pub no_referrers: bool,
+    /// Downloads at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub parallel: usize,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -69,6 +115,19 @@ impl PackArgs {
                 prefix.clone_from(&c.prefix);
             }
             layouts.extend(file.layout_specs(path)?);
+            if let Some(lock) = &file.lock {
+                let (locked_charts, locked_layouts) = crate::lock::Lock::pack_inputs(lock)?;
+                // A package a folder above already holds is not given twice.
+                for chart in locked_charts {
+                    let held = charts
+                        .iter()
+                        .any(|from| chart.parent() == Some(from.as_path()) || chart == *from);
+                    if !held {
+                        charts.push(chart);
+                    }
+                }
+                layouts.extend(locked_layouts);
+            }
         }
         charts.extend(self.inputs.iter().cloned());
         layouts.extend(self.layouts.iter().cloned());
@@ -99,6 +158,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     let result = match cli.command {
         Command::Pack(args) => run_pack(&args),
+        #[cfg(feature = "fetch")]
+        Command::Fetch(args) => run_fetch(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -131,6 +192,58 @@ fn run_pack(args: &PackArgs) -> Result<(), String> {
     }
     for name in &report.removed {
         println!("  removed {name}");
+    }
+    Ok(())
+}
+
+#[cfg(feature = "fetch")]
+fn run_fetch(args: &FetchArgs) -> Result<(), String> {
+    use crate::fetch;
+    let Some(list) = args.helm_charts_file.as_ref().or(args.images_file.as_ref()) else {
+        return Err("fetch: give --helm-charts-file, --images-file, or both".into());
+    };
+    let lock = args.lock.clone().unwrap_or_else(|| {
+        list.parent()
+            .unwrap_or(std::path::Path::new(""))
+            .join("chartreg.lock")
+    });
+    let ca_pem = match &args.ca_file {
+        Some(path) => {
+            Some(std::fs::read(path).map_err(|e| format!("--ca-file {}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let options = fetch::Options {
+        charts_file: args.helm_charts_file.clone(),
+        images_file: args.images_file.clone(),
+        out: args.out.clone(),
+        images_out: args.images_out.clone(),
+        lock,
+        locked: args.locked,
+        platforms: args.platforms.clone(),
+        referrers: !args.no_referrers,
+        transport: fetch::Transport {
+            ca_pem,
+            plain_http: args.plain_http.clone(),
+        },
+        parallel: args.parallel,
+    };
+    let report = fetch::fetch(&options).map_err(|e| format!("fetch failed:\n{e}"))?;
+    let lock_state = if options.locked {
+        "matches"
+    } else if report.changes.is_empty() {
+        "unchanged:"
+    } else {
+        "updated"
+    };
+    println!(
+        "fetched {} charts, {} images; lock {lock_state} {}",
+        report.charts,
+        report.images,
+        options.lock.display()
+    );
+    for change in &report.changes {
+        println!("  {change}");
     }
     Ok(())
 }

@@ -11,7 +11,12 @@
 //!   - from: images/sample
 //!     repository: images/sample
 //!     tag: v1                 # optional: the one tag to take
+//! lock: chartreg.lock         # optional: what `chartreg-build fetch` took, checked, packed
 //! ```
+//!
+//! With a `lock`, every chart package and image layout it pins is packed too (each checked
+//! against its digests first; images served under their upstream repository path), without
+//! the network.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,6 +32,8 @@ pub struct ContentFile {
     pub charts: Option<Charts>,
     #[serde(default)]
     pub layouts: Vec<Layout>,
+    #[serde(default)]
+    pub lock: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -60,6 +67,9 @@ impl ContentFile {
         }
         for layout in &mut file.layouts {
             layout.from = base.join(&layout.from);
+        }
+        if let Some(lock) = &mut file.lock {
+            *lock = base.join(&*lock);
         }
         Ok(file)
     }

@@ -3,8 +3,10 @@
 //!
 //! - [`pack`] turns inputs (chart packages, chart folders, OCI image layouts) into the OCI
 //!   image layouts under `assets/` that the server embeds.
+//! - [`fetch`] (the `fetch` feature, on by default) takes charts and images from upstream, as
+//!   mindthegap's lists name them, into `charts/` and `images/`, pinned by a [`lock`].
 //! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
-//! - [`cli`] is the command line, `chartreg-build pack ...`.
+//! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
 //!
 //! Everything it shares with the server (OCI vocabulary, layout writing) comes from
 //! `chartreg-core`; the server's HTTP stack is not a dependency, so nothing here can reach it.
@@ -12,4 +14,7 @@
 
 pub mod cli;
 pub mod content_file;
+#[cfg(feature = "fetch")]
+pub mod fetch;
+pub mod lock;
 pub mod pack;

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use chartreg_core::oci::RepositoryName;
 use chartreg_core::tree::{self, Outcome, Tree};
 
-pub use chart::{Chart, MAX_DECOMPRESSED};
+pub use chart::{Chart, MAX_DECOMPRESSED, read as read_chart};
 pub use chart_package::{ChartPackage, Layer};
 pub use image_layout::{ImageLayout, LayoutSpec};
 pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record};

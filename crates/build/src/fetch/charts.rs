@@ -1,0 +1,290 @@
+//! One chart version fetched, whatever its source: a classic repository's entry, an OCI
+//! reference, or a package path or URL; written as `<charts>/<name>-<version>.tgz` (and
+//! `.prov`), and what the lock records of it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chartreg_core::oci::layout::ImageManifest;
+use chartreg_core::oci::media_type;
+
+use super::helm_repo::{self, Index, Repository};
+use super::lists::{ChartRepository, ChartSource, ImagesFile};
+use super::transport::{Partial, Transport, existing_sha256, sha256_of_hex};
+use super::{LockedChart, Options, Problem, oci};
+
+/// What a chart of a repository whose index could not be read reports (the repository's
+/// failure is reported once).
+pub const INDEX_FAILED: &str = "the repository's index could not be read";
+
+/// A classic repository, set up from its entry in the charts file.
+pub fn repository(config: &ChartRepository, transport: &Transport) -> Result<Repository, Problem> {
+    let url = config
+        .repo_url
+        .parse()
+        .map_err(|e| Problem::Invalid(format!("repoURL `{}`: {e}", config.repo_url)))?;
+    Ok(Repository {
+        url,
+        client: transport.http_client(config.tls_verify)?,
+        username: config.username.clone(),
+        password: config.password.clone(),
+    })
+}
+
+/// The package's name and version from its Chart.yaml: what the file is called.
+fn name_and_version(package: &Path) -> Result<(String, String), Problem> {
+    let data =
+        std::fs::read(package).map_err(|e| Problem::Io(format!("{}: {e}", package.display())))?;
+    let chart = crate::pack::read_chart(&data)
+        .map_err(|e| Problem::Invalid(format!("not a chart package Helm loads: {e}")))?;
+    Ok((chart.name().to_owned(), chart.version().to_owned()))
+}
+
+fn hex(hash: [u8; 32]) -> String {
+    hex::encode(hash)
+}
+
+/// Fetches one chart version.
+pub async fn fetch(
+    source: &ChartSource,
+    images: &ImagesFile,
+    indexes: &BTreeMap<String, (Repository, Index)>,
+    options: &Options,
+    pinned: Option<&LockedChart>,
+) -> Result<LockedChart, Problem> {
+    let locked = match source {
+        ChartSource::Repository {
+            repository,
+            chart,
+            version,
+        } => {
+            let Some((repo, index)) = indexes.get(repository) else {
+                return Err(Problem::Invalid(INDEX_FAILED.into()));
+            };
+            fetch_from_repository(repo, index, chart, version, options, pinned).await?
+        }
+        ChartSource::Oci {
+            registry,
+            repository,
+            tag,
+        } => {
+            let registry = oci::Registry::for_host(registry, &options.transport, images);
+            fetch_oci(&registry, repository, tag, options, pinned).await?
+        }
+        ChartSource::Url(url) => fetch_url(url, options, pinned).await?,
+    };
+    if let Some(pinned) = pinned
+        && pinned.sha256 != locked.sha256
+    {
+        return Err(Problem::Repushed {
+            locked: format!("sha256:{}", pinned.sha256),
+            now: format!("sha256:{}", locked.sha256),
+        });
+    }
+    Ok(locked)
+}
+
+/// A version of a classic repository's chart, and its `.prov` where the repository has one.
+async fn fetch_from_repository(
+    repo: &Repository,
+    index: &Index,
+    chart: &str,
+    version: &str,
+    options: &Options,
+    pinned: Option<&LockedChart>,
+) -> Result<LockedChart, Problem> {
+    let entry = helm_repo::find(index, chart, version)?;
+    let url = entry
+        .urls
+        .first()
+        .ok_or_else(|| Problem::Invalid("the index lists no URL for it".into()))?;
+    let url = repo.resolve(url)?;
+    let listed = entry.digest.as_deref().and_then(sha256_of_hex);
+    // Locked: the bytes must be the lock's; an index listing others was re-pushed.
+    let locked = pinned.and_then(|p| sha256_of_hex(&p.sha256));
+    if let (Some(locked), Some(listed)) = (locked, listed)
+        && locked != listed
+    {
+        return Err(Problem::Repushed {
+            locked: format!("sha256:{}", hex(locked)),
+            now: format!("sha256:{}", hex(listed)),
+        });
+    }
+    let want = locked.or(listed);
+    let name = format!("{chart}-{}.tgz", entry.version);
+    let target = options.out.join(&name);
+    let sha256 = match existing_sha256(&target) {
+        Some(have) if Some(have) == want => have,
+        _ => match repo.download(&url, &target, want).await {
+            Ok((_, hash)) => hash,
+            // The index lists no digest, and the bytes are not the lock's.
+            Err(Problem::DigestMismatch { expected, actual })
+                if locked.is_some() && listed.is_none() =>
+            {
+                return Err(Problem::Repushed {
+                    locked: format!("sha256:{expected}"),
+                    now: format!("sha256:{actual}"),
+                });
+            }
+            Err(other) => return Err(other),
+        },
+    };
+    // The signature, where the repository has one (pinned too, once locked).
+    let prov_url = repo.resolve(&format!("{url}.prov"))?;
+    let prov_target = options.out.join(format!("{name}.prov"));
+    let prov_want = pinned
+        .and_then(|p| p.provenance_sha256.as_deref())
+        .and_then(sha256_of_hex);
+    let provenance_sha256 = match existing_sha256(&prov_target) {
+        Some(have) if Some(have) == prov_want => Some(hex(have)),
+        _ => match repo.download(&prov_url, &prov_target, prov_want).await {
+            Ok((_, hash)) => Some(hex(hash)),
+            Err(Problem::NotFound) => {
+                // None upstream: one an earlier fetch took would no longer match.
+                let _ = std::fs::remove_file(&prov_target);
+                None
+            }
+            Err(other) => return Err(other),
+        },
+    };
+    Ok(LockedChart {
+        name: chart.to_owned(),
+        version: entry.version.clone(),
+        url: url.to_string(),
+        sha256: hex(sha256),
+        provenance_sha256,
+        manifest: None,
+        file: options.recorded(&target),
+    })
+}
+
+/// A chart pushed to an OCI registry: its chart layer (and provenance layer) as files.
+///
+/// Credentials and `tlsVerify` for the registry come from the images file's entry for its host.
+async fn fetch_oci(
+    registry: &oci::Registry,
+    repository: &str,
+    tag: &str,
+    options: &Options,
+    pinned: Option<&LockedChart>,
+) -> Result<LockedChart, Problem> {
+    let host = &registry.host;
+    let (data, digest) = registry.manifest(repository, tag).await?;
+    let manifest: ImageManifest = serde_json::from_slice(&data)
+        .map_err(|e| Problem::Invalid(format!("manifest {digest}: {e}")))?;
+    if manifest.config.media_type != media_type::HELM_CONFIG {
+        return Err(Problem::Invalid(format!(
+            "{digest} is not a Helm chart (its config is {})",
+            manifest.config.media_type
+        )));
+    }
+    let layer = |kind: &str| manifest.layers.iter().find(|l| l.media_type == kind);
+    let chart = layer(media_type::HELM_CHART)
+        .ok_or_else(|| Problem::Invalid(format!("{digest} has no chart layer")))?;
+    if let Some(pinned) = pinned
+        && pinned.sha256 != chart.digest.encoded()
+    {
+        return Err(Problem::Repushed {
+            locked: format!(
+                "sha256:{} (manifest {})",
+                pinned.sha256,
+                pinned.manifest.as_deref().unwrap_or("?")
+            ),
+            now: format!("{} (manifest {digest})", chart.digest),
+        });
+    }
+    // The file is named after the chart in the package: downloaded beside, read, renamed.
+    let staged = options
+        .out
+        .join(format!(".{}.oci-download", chart.digest.encoded()));
+    registry
+        .blob(repository, chart.digest.as_str(), &staged)
+        .await?;
+    let (target, name, version) = staged_into_place(&staged, &options.out)?;
+    let provenance_sha256 = match layer(media_type::HELM_PROVENANCE) {
+        Some(prov) => {
+            let prov_target = target.with_extension("tgz.prov");
+            if existing_sha256(&prov_target).map(hex).as_deref() != Some(prov.digest.encoded()) {
+                registry
+                    .blob(repository, prov.digest.as_str(), &prov_target)
+                    .await?;
+            }
+            Some(prov.digest.encoded().to_owned())
+        }
+        None => None,
+    };
+    Ok(LockedChart {
+        name,
+        version,
+        url: format!("oci://{host}/{repository}:{tag}"),
+        sha256: chart.digest.encoded().to_owned(),
+        provenance_sha256,
+        manifest: Some(digest),
+        file: options.recorded(&target),
+    })
+}
+
+/// A package by path (relative to the charts file) or http(s) URL.
+async fn fetch_url(
+    url: &str,
+    options: &Options,
+    pinned: Option<&LockedChart>,
+) -> Result<LockedChart, Problem> {
+    // Parallel downloads each stage under their own name.
+    let staged = options.out.join(format!(
+        ".{}.url-download",
+        hex(sha256_bytes(url.as_bytes()))
+    ));
+    let want = pinned.and_then(|p| sha256_of_hex(&p.sha256));
+    if url.starts_with("http://") || url.starts_with("https://") {
+        let parsed: reqwest::Url = url
+            .parse()
+            .map_err(|e| Problem::Invalid(format!("`{url}`: {e}")))?;
+        let repo = Repository {
+            url: parsed.clone(),
+            client: options.transport.http_client(true)?,
+            username: None,
+            password: None,
+        };
+        repo.download(&parsed, &staged, want).await?;
+    } else {
+        let data = std::fs::read(url).map_err(|e| Problem::Io(format!("{url}: {e}")))?;
+        let mut partial = Partial::create(&staged)?;
+        partial.write(&data)?;
+        partial.finish(want)?;
+    }
+    let (target, name, version) = staged_into_place(&staged, &options.out)?;
+    let sha256 = existing_sha256(&target)
+        .ok_or_else(|| Problem::Io(format!("{}: cannot be read back", target.display())))?;
+    Ok(LockedChart {
+        name,
+        version,
+        url: url.to_owned(),
+        sha256: hex(sha256),
+        provenance_sha256: None,
+        manifest: None,
+        file: options.recorded(&target),
+    })
+}
+
+fn sha256_bytes(data: &[u8]) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(data).into()
+}
+
+/// A downloaded package, checked to be a chart Helm loads, renamed to
+/// `<out>/<name>-<version>.tgz` (replacing a file of other bytes there); removed if it is not
+/// a chart.
+fn staged_into_place(staged: &Path, out: &Path) -> Result<(PathBuf, String, String), Problem> {
+    let (name, version) = match name_and_version(staged) {
+        Ok(found) => found,
+        Err(e) => {
+            let _ = std::fs::remove_file(staged);
+            return Err(e);
+        }
+    };
+    let target = out.join(format!("{name}-{version}.tgz"));
+    std::fs::rename(staged, &target)
+        .map_err(|e| Problem::Io(format!("{}: {e}", target.display())))?;
+    Ok((target, name, version))
+}

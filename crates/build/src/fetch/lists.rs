@@ -1,0 +1,285 @@
+//! mindthegap's input files, read as mindthegap reads them (strictly: an unknown key is an
+//! error naming the key and its line).
+//!
+//! The Helm charts file:
+//! ```yaml
+//! repositories:
+//!   podinfo:                      # any name
+//!     repoURL: https://stefanprodan.github.io/podinfo   # a classic Helm repository
+//!     username: u                 # optional, sent only to repoURL's host
+//!     password: p
+//!     tlsVerify: true             # default
+//!     charts:
+//!       podinfo: ["6.2.0"]
+//! chartURLs:                      # direct references
+//!   - oci://ghcr.io/stefanprodan/charts/podinfo:6.3.0
+//!   - ./local/mychart-1.0.0.tgz   # relative to the file's folder
+//! ```
+//!
+//! The images file: registry host -> `tlsVerify`, `credentials` (`username`, `password`),
+//! `images` (repository path -> tags).
+//! ```yaml
+//! quay.io:
+//!   tlsVerify: true
+//!   images:
+//!     jetstack/cert-manager-controller: [v1.16.1]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The Helm charts file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChartsFile {
+    #[serde(default)]
+    pub repositories: BTreeMap<String, ChartRepository>,
+    #[serde(default, rename = "chartURLs")]
+    pub chart_urls: Vec<String>,
+}
+
+/// A classic Helm repository and the chart versions to take from it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChartRepository {
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    #[serde(default)]
+    pub username: Option<String>,
+    #[serde(default)]
+    pub password: Option<String>,
+    #[serde(default = "yes")]
+    pub tls_verify: bool,
+    #[serde(default)]
+    pub charts: BTreeMap<String, Vec<String>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The images file: registry host -> what to take from it.
+pub type ImagesFile = BTreeMap<String, ImageRegistry>;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImageRegistry {
+    #[serde(default = "yes")]
+    pub tls_verify: bool,
+    #[serde(default)]
+    pub credentials: Option<Credentials>,
+    #[serde(default)]
+    pub images: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Credentials {
+    #[serde(default)]
+    pub username: Option<String>,
+    #[serde(default)]
+    pub password: Option<String>,
+}
+
+/// A file read: its YAML decoded strictly, every error naming the file (and serde_yaml's line
+/// and column of the key).
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+impl ChartsFile {
+    /// Reads `path`; local chart URLs are made relative to its folder.
+    pub fn read(path: &Path) -> Result<ChartsFile, String> {
+        let mut file: ChartsFile = read(path)?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        for url in &mut file.chart_urls {
+            if !url.contains("://") {
+                *url = base.join(&*url).to_string_lossy().into_owned();
+            }
+        }
+        Ok(file)
+    }
+}
+
+/// Reads the images file at `path`.
+pub fn read_images(path: &Path) -> Result<ImagesFile, String> {
+    read(path)
+}
+
+/// One chart version asked for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChartSource {
+    /// From a classic repository (by its name in the file).
+    Repository {
+        repository: String,
+        chart: String,
+        version: String,
+    },
+    /// `oci://host/path/chart:version`.
+    Oci {
+        registry: String,
+        repository: String,
+        tag: String,
+    },
+    /// A local package (or an http(s) URL of one).
+    Url(String),
+}
+
+impl ChartSource {
+    /// What the lock and messages call this source.
+    pub fn describe(&self, file: &ChartsFile) -> String {
+        match self {
+            ChartSource::Repository {
+                repository,
+                chart,
+                version,
+            } => {
+                let url = file
+                    .repositories
+                    .get(repository)
+                    .map_or("?", |r| r.repo_url.as_str());
+                format!("{chart} {version} from {url}")
+            }
+            ChartSource::Oci {
+                registry,
+                repository,
+                tag,
+            } => format!("oci://{registry}/{repository}:{tag}"),
+            ChartSource::Url(url) => url.clone(),
+        }
+    }
+}
+
+/// Every chart version the file asks for, in a stable order.
+pub fn chart_sources(file: &ChartsFile) -> Result<Vec<ChartSource>, String> {
+    let mut sources = Vec::new();
+    for (name, repository) in &file.repositories {
+        for (chart, versions) in &repository.charts {
+            for version in versions {
+                sources.push(ChartSource::Repository {
+                    repository: name.clone(),
+                    chart: chart.clone(),
+                    version: version.clone(),
+                });
+            }
+        }
+    }
+    for url in &file.chart_urls {
+        if let Some(rest) = url.strip_prefix("oci://") {
+            let (host, path) = rest
+                .split_once('/')
+                .ok_or_else(|| format!("`{url}`: expected oci://HOST/PATH/CHART:VERSION"))?;
+            // No tag means `latest`, as mindthegap takes it.
+            let (repository, tag) = match path.rsplit_once(':') {
+                Some((repository, tag)) if !tag.contains('/') => (repository, tag),
+                _ => (path, "latest"),
+            };
+            sources.push(ChartSource::Oci {
+                registry: host.to_owned(),
+                repository: repository.to_owned(),
+                tag: tag.to_owned(),
+            });
+        } else {
+            sources.push(ChartSource::Url(url.clone()));
+        }
+    }
+    sources.sort();
+    sources.dedup();
+    Ok(sources)
+}
+
+/// One image tag asked for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ImageSource {
+    pub registry: String,
+    pub repository: String,
+    pub tag: String,
+}
+
+impl ImageSource {
+    pub fn describe(&self) -> String {
+        format!("{}/{}:{}", self.registry, self.repository, self.tag)
+    }
+}
+
+/// Every image tag the file asks for, in a stable order.
+pub fn image_sources(file: &ImagesFile) -> Vec<ImageSource> {
+    let mut sources: Vec<ImageSource> = file
+        .iter()
+        .flat_map(|(registry, r)| {
+            r.images.iter().flat_map(move |(repository, tags)| {
+                tags.iter().map(move |tag| ImageSource {
+                    registry: registry.clone(),
+                    repository: repository.clone(),
+                    tag: tag.clone(),
+                })
+            })
+        })
+        .collect();
+    sources.sort();
+    sources.dedup();
+    sources
+}
+
+/// Where an image's layout goes: `<images-out>/<registry host>/<repository>`, with the port's
+/// `:` written `_` (a folder name must not hold `:` on every system).
+pub fn layout_dir(images_out: &Path, image: &ImageSource) -> PathBuf {
+    images_out
+        .join(image.registry.replace(':', "_"))
+        .join(&image.repository)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_mindthegap_files_strictly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("repos.yaml");
+        std::fs::write(
+            &path,
+            "repositories:\n  podinfo:\n    repoURL: https://example.test/podinfo\n    charts:\n      podinfo: [\"6.2.0\", \"6.1.0\"]\nchartURLs:\n  - oci://ghcr.io/stefanprodan/charts/podinfo:6.3.0\n  - oci://127.0.0.1:5000/charts/hello\n  - ./local-1.0.0.tgz\n",
+        )
+        .unwrap();
+        let file = ChartsFile::read(&path).unwrap();
+        let sources = chart_sources(&file).unwrap();
+        assert_eq!(sources.len(), 5);
+        assert!(sources.contains(&ChartSource::Oci {
+            registry: "127.0.0.1:5000".into(),
+            repository: "charts/hello".into(),
+            tag: "latest".into()
+        }));
+        assert!(
+            sources.contains(&ChartSource::Url(
+                dir.path()
+                    .join("./local-1.0.0.tgz")
+                    .to_string_lossy()
+                    .into_owned()
+            ))
+        );
+
+        std::fs::write(
+            &path,
+            "repositories:\n  x:\n    repoURL: https://e.test\n    chart: {}\n",
+        )
+        .unwrap();
+        let e = ChartsFile::read(&path).unwrap_err();
+        assert!(
+            e.contains("unknown field `chart`") && e.contains("line 4"),
+            "{e}"
+        );
+
+        let images = dir.path().join("images.yaml");
+        std::fs::write(
+            &images,
+            "quay.io:\n  images:\n    a/b: [v1, v2]\n  tlsverify: false\n",
+        )
+        .unwrap();
+        let e = read_images(&images).unwrap_err();
+        assert!(e.contains("tlsverify") && e.contains("line 4"), "{e}");
+    }
+}

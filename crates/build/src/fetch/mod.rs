@@ -1,0 +1,378 @@
+//! `chartreg-build fetch`: from a list of upstream charts and images (mindthegap's files, as
+//! they are) to content, the same bytes every time, pinned by a lock file.
+//!
+//! 1. The lists are read (`lists`): chart versions from classic repositories and `chartURLs`
+//!    (`oci://...` or packages), image tags by registry.
+//! 2. Charts are fetched in parallel (`helm_repo` for classic repositories, `oci` for OCI
+//!    ones), each written as `<charts>/<name>-<version>.tgz` (and `.prov`), for `pack`; images,
+//!    a repository at a time, into OCI image layouts (`images`), with their referrers.
+//!    Files already there with the right digest are not downloaded again; every download is
+//!    checked before it replaces anything (`transport`).
+//! 3. The lock (`lock`) records what each entry resolved to. Without `--locked` it is
+//!    rewritten and what changed is printed; with `--locked`, any difference from it (an
+//!    upstream re-push, a list asking for other entries) is an error naming each entry, and
+//!    nothing is written.
+//!
+//! Errors name the repository, chart and version (or image) and say what went wrong: not
+//! found, authentication refused, digest mismatch, TLS failure.
+
+mod charts;
+mod helm_repo;
+mod images;
+pub mod lists;
+mod oci;
+mod progress;
+mod transport;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use futures_util::StreamExt;
+
+pub use crate::lock::{Lock, LockedChart, LockedImage};
+use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
+pub use transport::Transport;
+
+/// What went wrong with one entry.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Problem {
+    #[error("not found")]
+    NotFound,
+    #[error("the repository has no such chart")]
+    NoSuchChart,
+    #[error("the repository has no such version")]
+    NoSuchVersion,
+    #[error("no platform {0} in the index")]
+    NoSuchPlatform(String),
+    #[error("authentication refused (HTTP {0})")]
+    AuthRefused(u16),
+    #[error("authentication refused: {0}")]
+    AuthRefusedBecause(String),
+    #[error("digest mismatch: expected {expected}, got {actual}")]
+    DigestMismatch { expected: String, actual: String },
+    #[error("TLS failure: {0}")]
+    Tls(String),
+    #[error("network failure: {0}")]
+    Network(String),
+    #[error("HTTP {0}: {1}")]
+    Http(u16, String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Io(String),
+    #[error("the lock pins {locked}, the source now serves {now} (re-pushed upstream?)")]
+    Repushed { locked: String, now: String },
+}
+
+/// A failure that may be worth trying again, or not.
+#[derive(Debug)]
+pub enum Failure {
+    Transient(Problem),
+    Final(Problem),
+}
+
+/// Why a fetch failed: every entry that failed, each named.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.join("\n"))]
+pub struct FetchError(pub Vec<String>);
+
+/// What `fetch` is asked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub charts_file: Option<PathBuf>,
+    pub images_file: Option<PathBuf>,
+    /// Where charts go (`charts/`).
+    pub out: PathBuf,
+    /// Where image layouts go (`images/`).
+    pub images_out: PathBuf,
+    pub lock: PathBuf,
+    pub locked: bool,
+    pub platforms: Vec<String>,
+    pub referrers: bool,
+    pub transport: Transport,
+    /// Downloads at once.
+    pub parallel: usize,
+}
+
+impl Options {
+    /// How the lock names `path`: relative to the lock's folder when it is inside it (as it is
+    /// by default), so that the lock reads the same on every machine; else as given.
+    pub fn recorded(&self, path: &Path) -> String {
+        let lock_dir = self.lock.parent().unwrap_or(Path::new(""));
+        let (Ok(dir), Ok(full)) = (std::path::absolute(lock_dir), std::path::absolute(path)) else {
+            return path.to_string_lossy().into_owned();
+        };
+        match full.strip_prefix(&dir) {
+            Ok(inside) => inside
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+            Err(_) => path.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+/// What a fetch did.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub charts: usize,
+    pub images: usize,
+    /// How the lock changed (empty when it did not).
+    pub changes: Vec<String>,
+}
+
+/// Runs the fetch `options` describe.
+pub fn fetch(options: &Options) -> Result<Report, FetchError> {
+    let one = |e: String| FetchError(vec![e]);
+    // One crypto provider for rustls, chosen here (two in the tree would make it panic).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| one(format!("cannot start: {e}")))?;
+    runtime.block_on(run(options))
+}
+
+async fn run(options: &Options) -> Result<Report, FetchError> {
+    let one = |e: String| FetchError(vec![e]);
+    let charts_file = match &options.charts_file {
+        Some(path) => ChartsFile::read(path).map_err(one)?,
+        None => ChartsFile::default(),
+    };
+    let images_file: ImagesFile = match &options.images_file {
+        Some(path) => lists::read_images(path).map_err(one)?,
+        None => ImagesFile::default(),
+    };
+    let chart_sources = lists::chart_sources(&charts_file).map_err(one)?;
+    let image_sources = lists::image_sources(&images_file);
+    let previous = Lock::read(&options.lock).map_err(one)?;
+    if options.locked {
+        let Some(previous) = &previous else {
+            return Err(one(format!(
+                "{}: --locked, but there is no lock: run fetch without --locked first",
+                options.lock.display()
+            )));
+        };
+        check_lists(&charts_file, &chart_sources, &image_sources, previous)?;
+    }
+    let progress = progress::Progress::new();
+    let mut failures = Vec::new();
+    let mut lock = Lock::new();
+
+    // Charts: each classic repository's index once, then every version in parallel.
+    let mut indexes = BTreeMap::new();
+    for name in chart_sources.iter().filter_map(|s| match s {
+        ChartSource::Repository { repository, .. } => Some(repository),
+        _ => None,
+    }) {
+        if indexes.contains_key(name) {
+            continue;
+        }
+        let Some(config) = charts_file.repositories.get(name) else {
+            continue;
+        };
+        match charts::repository(config, &options.transport) {
+            Ok(repo) => match repo.index().await {
+                Ok(index) => {
+                    indexes.insert(name.clone(), (repo, index));
+                }
+                Err(p) => failures.push(format!("repository {name} ({}): {p}", config.repo_url)),
+            },
+            Err(p) => failures.push(format!("repository {name} ({}): {p}", config.repo_url)),
+        }
+    }
+    let locked_charts = previous
+        .as_ref()
+        .filter(|_| options.locked)
+        .map(|l| &l.charts);
+    let results: Vec<(String, Result<LockedChart, Problem>)> =
+        futures_util::stream::iter(chart_sources.iter())
+            .map(|source| {
+                let key = source.describe(&charts_file);
+                let pinned = locked_charts.and_then(|l| l.get(&key)).cloned();
+                let task = progress.task(&key);
+                let indexes = &indexes;
+                let images_file = &images_file;
+                async move {
+                    let result =
+                        charts::fetch(source, images_file, indexes, options, pinned.as_ref()).await;
+                    task.finish(&result);
+                    (key, result)
+                }
+            })
+            .buffer_unordered(options.parallel.max(1))
+            .collect()
+            .await;
+    for (key, result) in results {
+        match result {
+            Ok(locked) => {
+                lock.charts.insert(key, locked);
+            }
+            // A repository whose index failed is reported once, above.
+            Err(Problem::Invalid(m)) if m == charts::INDEX_FAILED => {}
+            Err(p) => failures.push(format!("chart {key}: {p}")),
+        }
+    }
+
+    // Images: a repository at a time (its layout is one folder), repositories in parallel.
+    let mut by_repository: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for image in &image_sources {
+        by_repository
+            .entry((image.registry.clone(), image.repository.clone()))
+            .or_default()
+            .push(image.tag.clone());
+    }
+    let locked_images = previous
+        .as_ref()
+        .filter(|_| options.locked)
+        .map(|l| &l.images);
+    let results: Vec<Vec<(String, Result<LockedImage, Problem>)>> =
+        futures_util::stream::iter(by_repository.iter())
+            .map(|((registry_host, repository), tags)| {
+                let task = progress.task(&format!("{registry_host}/{repository}"));
+                let images_file = &images_file;
+                async move {
+                    let registry =
+                        oci::Registry::for_host(registry_host, &options.transport, images_file);
+                    let image = ImageSource {
+                        registry: registry_host.clone(),
+                        repository: repository.clone(),
+                        tag: String::new(),
+                    };
+                    let dir = lists::layout_dir(&options.images_out, &image);
+                    let pinned: BTreeMap<String, String> = tags
+                        .iter()
+                        .filter_map(|tag| {
+                            let key = format!("{registry_host}/{repository}:{tag}");
+                            let locked = locked_images?.get(&key)?;
+                            Some((tag.clone(), locked.digest.clone()))
+                        })
+                        .collect();
+                    let copied = images::copy_repository(
+                        &registry,
+                        repository,
+                        tags,
+                        &dir,
+                        &options.platforms,
+                        options.referrers,
+                        &pinned,
+                    )
+                    .await;
+                    let layout = options.recorded(&dir);
+                    let out: Vec<(String, Result<LockedImage, Problem>)> = match copied {
+                        Ok(copied) => tags
+                            .iter()
+                            .map(|tag| {
+                                let key = format!("{registry_host}/{repository}:{tag}");
+                                let locked = locked_images.and_then(|l| l.get(&key));
+                                let result = match copied.get(tag) {
+                                    // Locked, the signatures and SBOMs must be the lock's too.
+                                    Some(c)
+                                        if locked.is_some_and(|l| l.referrers != c.referrers) =>
+                                    {
+                                        Err(Problem::Invalid(format!(
+                                            "its referrers are now {}, the lock pins {}",
+                                            c.referrers.join(", "),
+                                            locked
+                                                .map(|l| l.referrers.join(", "))
+                                                .unwrap_or_default()
+                                        )))
+                                    }
+                                    Some(c) => Ok(LockedImage {
+                                        digest: c.digest.clone(),
+                                        platforms: c.platforms.clone(),
+                                        referrers: c.referrers.clone(),
+                                        layout: layout.clone(),
+                                    }),
+                                    None => Err(Problem::NotFound),
+                                };
+                                (key, result)
+                            })
+                            .collect(),
+                        Err((tag, problem)) => {
+                            vec![(format!("{registry_host}/{repository}:{tag}"), Err(problem))]
+                        }
+                    };
+                    let first_failure = out.iter().find_map(|(_, r)| r.as_ref().err().cloned());
+                    task.finish(&first_failure.map_or(Ok(()), Err));
+                    out
+                }
+            })
+            .buffer_unordered(options.parallel.max(1))
+            .collect()
+            .await;
+    for (key, result) in results.into_iter().flatten() {
+        match result {
+            Ok(locked) => {
+                lock.images.insert(key, locked);
+            }
+            Err(p) => failures.push(format!("image {key}: {p}")),
+        }
+    }
+    progress.done();
+
+    if !failures.is_empty() {
+        failures.sort();
+        return Err(FetchError(failures));
+    }
+    let report = Report {
+        charts: lock.charts.len(),
+        images: lock.images.len(),
+        changes: previous
+            .as_ref()
+            .map_or_else(|| lock.changes(&Lock::new()), |before| lock.changes(before)),
+    };
+    if options.locked {
+        // Everything matched the lock: nothing to write.
+        return Ok(report);
+    }
+    write_lock(&options.lock, &lock).map_err(one)?;
+    Ok(report)
+}
+
+/// With `--locked`: the lists must ask for exactly what the lock holds.
+fn check_lists(
+    charts_file: &ChartsFile,
+    charts: &[ChartSource],
+    images: &[ImageSource],
+    lock: &Lock,
+) -> Result<(), FetchError> {
+    let asked_charts: Vec<String> = charts.iter().map(|c| c.describe(charts_file)).collect();
+    let asked_images: Vec<String> = images.iter().map(ImageSource::describe).collect();
+    let mut problems = Vec::new();
+    for key in &asked_charts {
+        if !lock.charts.contains_key(key) {
+            problems.push(format!("chart {key}: in the list but not in the lock"));
+        }
+    }
+    for key in lock.charts.keys().filter(|k| !asked_charts.contains(k)) {
+        problems.push(format!("chart {key}: in the lock but not in the list"));
+    }
+    for key in &asked_images {
+        if !lock.images.contains_key(key) {
+            problems.push(format!("image {key}: in the list but not in the lock"));
+        }
+    }
+    for key in lock.images.keys().filter(|k| !asked_images.contains(k)) {
+        problems.push(format!("image {key}: in the lock but not in the list"));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        problems.push("(--locked: run fetch without --locked to update the lock)".into());
+        Err(FetchError(problems))
+    }
+}
+
+/// Writes the lock through a temporary file.
+fn write_lock(path: &Path, lock: &Lock) -> Result<(), String> {
+    let text = lock.to_text();
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text.as_str()) {
+        return Ok(());
+    }
+    let staged = path.with_extension("lock.new");
+    std::fs::write(&staged, &text)
+        .and_then(|()| std::fs::rename(&staged, path))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}

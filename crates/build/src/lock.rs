@@ -1,0 +1,279 @@
+//! The lock file (`chartreg.lock`): for every chart and image fetched, where it came from,
+//! the version or tag it resolved to, and the digests of what was taken. Written sorted, with
+//! stable formatting and no timestamps, so that it diffs well in review; holds no credentials.
+//!
+//! `--locked` compares a fetch with it: a source that now serves other bytes for a locked
+//! entry (an upstream re-push), or a list that asks for other entries than the lock holds,
+//! is an error naming each entry.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chartreg_core::oci::Digest;
+use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME};
+use serde::{Deserialize, Serialize};
+
+use crate::pack::LayoutSpec;
+
+/// Changed whenever the lock's shape changes.
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    pub version: u32,
+    /// By the source as the list writes it (see `ChartSource::describe`).
+    #[serde(default)]
+    pub charts: BTreeMap<String, LockedChart>,
+    /// By `registry/repository:tag`.
+    #[serde(default)]
+    pub images: BTreeMap<String, LockedImage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedChart {
+    pub name: String,
+    pub version: String,
+    /// Where the package was downloaded from.
+    pub url: String,
+    /// The package's sha256 (hex).
+    pub sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance_sha256: Option<String>,
+    /// For an OCI source: the upstream manifest digest (the served one differs: pack lays the
+    /// package out again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
+    /// The file written (relative to the charts folder).
+    pub file: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedImage {
+    /// The manifest or index digest the tag resolved to.
+    pub digest: String,
+    /// The platforms taken (empty: a single-platform image).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<String>,
+    /// Signatures, attestations and SBOMs taken with it, by digest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub referrers: Vec<String>,
+    /// The layout written (relative to the images folder).
+    pub layout: String,
+}
+
+impl Lock {
+    pub fn new() -> Self {
+        Lock {
+            version: VERSION,
+            ..Lock::default()
+        }
+    }
+
+    /// The lock at `path`; `None` when there is none.
+    pub fn read(path: &Path) -> Result<Option<Lock>, String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let lock: Lock =
+            serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if lock.version != VERSION {
+            return Err(format!(
+                "{}: a lock of version {}, not {VERSION}",
+                path.display(),
+                lock.version
+            ));
+        }
+        Ok(Some(lock))
+    }
+
+    /// What pack takes from the lock at `path` (the content file's `lock:`): each chart
+    /// package, and each image layout as a repository named by its upstream path. Every file is
+    /// checked against the lock first, so that a build serves exactly what was locked, or
+    /// fails naming the entry; nothing here reaches the network.
+    pub fn pack_inputs(path: &Path) -> Result<(Vec<PathBuf>, Vec<LayoutSpec>), String> {
+        let lock = Lock::read(path)?.ok_or_else(|| {
+            format!(
+                "{}: no such lock: run `chartreg-build fetch` first",
+                path.display()
+            )
+        })?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        let stale = |what: &str, key: &str, why: String| {
+            format!(
+                "{}: {what} {key}: {why}; run `chartreg-build fetch --locked` to take what the lock pins",
+                path.display()
+            )
+        };
+        let mut charts = Vec::new();
+        for (key, chart) in &lock.charts {
+            let file = base.join(&chart.file);
+            let data = std::fs::read(&file)
+                .map_err(|e| stale("chart", key, format!("{}: {e}", file.display())))?;
+            let actual = Digest::sha256_of(&data);
+            if actual.encoded() != chart.sha256 {
+                return Err(stale(
+                    "chart",
+                    key,
+                    format!(
+                        "{} is {actual}, the lock pins sha256:{}",
+                        file.display(),
+                        chart.sha256
+                    ),
+                ));
+            }
+            charts.push(file);
+        }
+        let mut layouts: BTreeMap<&str, &str> = BTreeMap::new();
+        for (key, image) in &lock.images {
+            let (repository, tag) = key
+                .split_once('/')
+                .and_then(|(_, rest)| rest.rsplit_once(':'))
+                .ok_or_else(|| {
+                    format!("{}: `{key}` is not REGISTRY/REPOSITORY:TAG", path.display())
+                })?;
+            let dir = base.join(&image.layout);
+            let index_path = dir.join(INDEX_FILE);
+            let index: ImageIndex = std::fs::read(&index_path)
+                .map_err(|e| e.to_string())
+                .and_then(|data| serde_json::from_slice(&data).map_err(|e| e.to_string()))
+                .map_err(|e| stale("image", key, format!("{}: {e}", index_path.display())))?;
+            let tagged = index
+                .manifests
+                .iter()
+                .find(|d| d.annotations.get(REF_NAME).map(String::as_str) == Some(tag));
+            match tagged {
+                Some(d) if d.digest.as_str() == image.digest => {}
+                Some(d) => {
+                    return Err(stale(
+                        "image",
+                        key,
+                        format!(
+                            "{} tags it {}, the lock pins {}",
+                            dir.display(),
+                            d.digest,
+                            image.digest
+                        ),
+                    ));
+                }
+                None => {
+                    return Err(stale(
+                        "image",
+                        key,
+                        format!("{} has no tag {tag}", dir.display()),
+                    ));
+                }
+            }
+            match layouts.insert(image.layout.as_str(), repository) {
+                Some(other) if other != repository => {
+                    return Err(format!(
+                        "{}: layout {} holds both {other} and {repository}",
+                        path.display(),
+                        image.layout
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let specs = layouts
+            .into_iter()
+            .map(|(layout, repository)| {
+                format!("{}={repository}", base.join(layout).display())
+                    .parse()
+                    .map_err(|e| format!("{}: layout {layout}: {e}", path.display()))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok((charts, specs))
+    }
+
+    /// The lock as it is written: a header comment, then sorted YAML.
+    pub fn to_text(&self) -> String {
+        let body = serde_yaml_ng::to_string(self).unwrap_or_default();
+        format!(
+            "# Written by chartreg-build fetch: what was fetched, pinned by digest. Review changes\n\
+             # to it like code; `fetch --locked` refuses anything else.\n{body}"
+        )
+    }
+
+    /// What changed from `before` to this lock, a line each.
+    pub fn changes(&self, before: &Lock) -> Vec<String> {
+        let mut changes = Vec::new();
+        diff(&before.charts, &self.charts, "chart", &mut changes, |c| {
+            format!("{} {} sha256:{}", c.name, c.version, c.sha256)
+        });
+        diff(&before.images, &self.images, "image", &mut changes, |i| {
+            i.digest.clone()
+        });
+        changes
+    }
+}
+
+fn diff<T: PartialEq>(
+    before: &BTreeMap<String, T>,
+    after: &BTreeMap<String, T>,
+    what: &str,
+    out: &mut Vec<String>,
+    show: impl Fn(&T) -> String,
+) {
+    for (key, value) in after {
+        match before.get(key) {
+            None => out.push(format!("added {what} {key}: {}", show(value))),
+            Some(old) if old != value => {
+                out.push(format!(
+                    "changed {what} {key}: {} -> {}",
+                    show(old),
+                    show(value)
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    for (key, value) in before {
+        if !after.contains_key(key) {
+            out.push(format!("removed {what} {key}: {}", show(value)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(sha: &str) -> LockedChart {
+        LockedChart {
+            name: "a".into(),
+            version: "1.0.0".into(),
+            url: "https://e.test/a-1.0.0.tgz".into(),
+            sha256: sha.into(),
+            provenance_sha256: None,
+            manifest: None,
+            file: "a-1.0.0.tgz".into(),
+        }
+    }
+
+    #[test]
+    fn locks_read_back_and_say_what_changed() {
+        let mut lock = Lock::new();
+        lock.charts
+            .insert("a 1.0.0 from https://e.test".into(), chart("00"));
+        let text = lock.to_text();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chartreg.lock");
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(Lock::read(&path).unwrap(), Some(lock.clone()));
+        assert_eq!(lock.to_text(), text, "the same lock, the same bytes");
+        let mut after = lock.clone();
+        after
+            .charts
+            .insert("a 1.0.0 from https://e.test".into(), chart("11"));
+        assert_eq!(
+            after.changes(&lock),
+            ["changed chart a 1.0.0 from https://e.test: a 1.0.0 sha256:00 -> a 1.0.0 sha256:11"]
+        );
+        assert!(Lock::read(&dir.path().join("none")).unwrap().is_none());
+    }
+}

@@ -1,0 +1,166 @@
+//! `chartreg-build fetch`, the binary, against sources on 127.0.0.1 that the tests start: a
+//! classic Helm repository (packages, `.prov`, relative and absolute URLs, basic auth, HTTPS
+//! with a private CA, a 404, other bytes than the index lists, a reset mid-download); Debian's
+//! docker-registry with htpasswd (charts pushed with `helm push`, an image copied in with
+//! `skopeo copy`, its referrers pushed with oci-client); and a bearer-token front before the
+//! chartreg library. Each test has its own sources and folders.
+//!
+//! What fetched content is for is checked end to end: packed by `chartreg-build pack` from a
+//! content file naming the lock, served, and pulled by Helm 3 and 4 (and skopeo) with the
+//! upstream bytes.
+
+mod classic;
+#[path = "../common/mod.rs"]
+mod common;
+mod registry;
+mod sources;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use chartreg_core::content::Registry;
+use common::{Helm, InProcess, describe, root};
+
+/// A folder a test fetches into: `charts/`, `images/`, the lists and the lock.
+struct Work {
+    dir: tempfile::TempDir,
+}
+
+impl Work {
+    fn new() -> Work {
+        Work {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("create folder");
+        std::fs::write(&path, text).expect("write file");
+        path
+    }
+
+    fn read(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.path(name)).unwrap_or_else(|e| panic!("read {name}: {e}"))
+    }
+
+    fn lock(&self) -> String {
+        String::from_utf8(self.read("chartreg.lock")).expect("UTF-8 lock")
+    }
+
+    /// `chartreg-build fetch ARGS` run in this folder.
+    fn fetch(&self, args: &[&str]) -> Output {
+        common::output_of(
+            Command::new(common::chartreg_build_bin())
+                .arg("fetch")
+                .args(args)
+                .current_dir(self.dir.path())
+                .env_remove("SSL_CERT_FILE")
+                .env_remove("SSL_CERT_DIR"),
+            "chartreg-build fetch",
+        )
+    }
+
+    /// `fetch ARGS`, which must succeed; its stdout.
+    fn fetch_ok(&self, args: &[&str]) -> String {
+        let out = self.fetch(args);
+        assert!(
+            out.status.success(),
+            "fetch {} failed: {}",
+            args.join(" "),
+            describe(&out)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8")
+    }
+
+    /// `fetch ARGS`, which must fail; its stderr.
+    fn fetch_fails(&self, args: &[&str]) -> String {
+        let out = self.fetch(args);
+        assert!(
+            !out.status.success(),
+            "fetch {} should have failed: {}",
+            args.join(" "),
+            describe(&out)
+        );
+        String::from_utf8(out.stderr).expect("UTF-8")
+    }
+
+    /// Files in `dir` (relative), recursively, temporary ones included.
+    fn files(&self, dir: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let base = self.path(dir);
+        let mut pending = vec![base.clone()];
+        while let Some(d) = pending.pop() {
+            for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    found.push(
+                        path.strip_prefix(&base)
+                            .expect("under base")
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    /// Packs what the lock pins (a content file naming only it) and serves it: the chartreg
+    /// library over the packed layouts, as the binary would embed them.
+    fn serve_locked(&self) -> InProcess {
+        let content = self.write("content.yaml", "lock: chartreg.lock\n");
+        let out = common::output_of(
+            Command::new(common::chartreg_build_bin())
+                .args(["pack", "--config"])
+                .arg(&content)
+                .arg("--out")
+                .arg(self.path("assets")),
+            "chartreg-build pack",
+        );
+        assert!(out.status.success(), "pack failed: {}", describe(&out));
+        let registry = Registry::from_files(common::files_in(&self.path("assets")))
+            .expect("packed content is valid");
+        InProcess::start(registry)
+    }
+}
+
+/// A committed sample package.
+fn package(name: &str) -> Vec<u8> {
+    common::read(&root().join("charts").join(name))
+}
+
+/// Helm 3 and Helm 4 each pull `chart` at `version` from `server` and get `want`'s bytes.
+fn helm_pulls(server: &InProcess, chart: &str, version: &str, want: &[u8]) {
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = Helm::new(name) else {
+            continue;
+        };
+        let out_dir = tempfile::tempdir().expect("temp dir");
+        helm.pull(&server.host(), chart, version, out_dir.path());
+        let file = out_dir.path().join(format!("{chart}-{version}.tgz"));
+        let got = common::read(&file);
+        assert!(
+            got == want,
+            "{name}: {chart} {version} pulled from chartreg is not the fetched package"
+        );
+    }
+}
+
+/// The sha256 (hex) of `data`.
+fn hex_sha256(data: &[u8]) -> String {
+    common::sha256(data)
+        .trim_start_matches("sha256:")
+        .to_owned()
+}
+
+fn str_path(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}

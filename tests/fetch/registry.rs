@@ -1,0 +1,442 @@
+//! OCI sources: Debian's docker-registry behind htpasswd (charts pushed by `helm push`, the
+//! sample image by `skopeo copy`, its signature, SBOM and attestation by oci-client), and a
+//! bearer-token front before the chartreg library. Charts come out as the pushed packages,
+//! images as the upstream manifests (their digests kept), with their referrers; chartreg
+//! serves them again to Helm 3 and 4 and skopeo.
+
+use std::process::Command;
+
+use chartreg_core::oci::layout::{ImageIndex, ImageManifest, REF_NAME};
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference, RegistryOperation};
+
+use super::sources::BearerFront;
+use super::*;
+use common::{Distribution, curl};
+
+const USER: &str = "fetcher";
+const PASSWORD: &str = "s3cret-pw";
+
+/// The sample image layout the tests push (committed, as `make assets` packs it).
+fn sample_layout() -> PathBuf {
+    root().join("images/sample")
+}
+
+fn sample_index() -> ImageIndex {
+    let data = common::read(&sample_layout().join("index.json"));
+    serde_json::from_slice(&data).expect("the sample layout's index.json")
+}
+
+/// The digest the sample layout tags `v1`.
+fn sample_v1() -> String {
+    sample_index()
+        .manifests
+        .iter()
+        .find(|d| d.annotations.get(REF_NAME).map(String::as_str) == Some("v1"))
+        .expect("v1 in the sample layout")
+        .digest
+        .to_string()
+}
+
+/// Helm pushes `packages` (with the `.prov` beside one, if any) to `oci://host/charts`,
+/// logged in through its registry config; returns what each push printed.
+fn helm_push(
+    host: &str,
+    packages: &[(&str, Vec<u8>)],
+    prov: Option<(&str, Vec<u8>)>,
+) -> Vec<String> {
+    let Some(helm) = Helm::new("helm4") else {
+        return Vec::new();
+    };
+    let config = helm.home.path().join("config/registry");
+    std::fs::create_dir_all(&config).expect("create folder");
+    std::fs::write(
+        config.join("config.json"),
+        serde_json::json!({"auths": {host: {"auth": super::sources::basic(USER, PASSWORD).trim_start_matches("Basic ")}}})
+            .to_string(),
+    )
+    .expect("write registry config");
+    let dir = tempfile::tempdir().expect("temp dir");
+    if let Some((name, data)) = &prov {
+        std::fs::write(dir.path().join(name), data).expect("write provenance");
+    }
+    packages
+        .iter()
+        .map(|(name, data)| {
+            let file = dir.path().join(name);
+            std::fs::write(&file, data).expect("write package");
+            let out = helm.ok(&[
+                "push",
+                str_path(&file),
+                &format!("oci://{host}/charts"),
+                "--plain-http",
+            ]);
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+        .collect()
+}
+
+/// The digest after `Digest: ` in Helm's output.
+fn pushed_digest(output: &str) -> String {
+    output
+        .split("Digest: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no digest in {output}"))
+        .to_owned()
+}
+
+/// skopeo copies the sample image (every platform, digests kept) to `host`.
+fn skopeo_copy_image(host: &str, creds: Option<&str>) {
+    let Some(skopeo) = common::tool("skopeo") else {
+        return;
+    };
+    let mut cmd = Command::new(skopeo);
+    cmd.args([
+        "copy",
+        "--all",
+        "--preserve-digests",
+        "--dest-tls-verify=false",
+    ]);
+    if let Some(creds) = creds {
+        cmd.args(["--dest-creds", creds]);
+    }
+    cmd.arg(format!("oci:{}:v1", sample_layout().display()))
+        .arg(format!("docker://{host}/images/sample:v1"));
+    let out = common::output_of(&mut cmd, "skopeo copy");
+    assert!(out.status.success(), "skopeo copy: {}", describe(&out));
+}
+
+/// oci-client pushes the sample image's referrers: the signature and SBOM (manifests with a
+/// `subject`, listed in the referrers tag schema's index, as distribution 2.8 has no
+/// referrers API) and the cosign `.att` tag.
+fn push_referrers(host: &str, auth: &RegistryAuth) -> Vec<String> {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let client = Client::new(ClientConfig {
+            protocol: ClientProtocol::Http,
+            ..ClientConfig::default()
+        });
+        let repo = |at: &str| -> Reference {
+            format!("{host}/images/sample{at}")
+                .parse()
+                .expect("reference")
+        };
+        client
+            .auth(&repo(":v1"), auth, RegistryOperation::Push)
+            .await
+            .expect("push token");
+        let v1 = sample_v1();
+        let mut pushed = Vec::new();
+        let mut listed = Vec::new();
+        for d in sample_index().manifests {
+            let digest = d.digest.to_string();
+            if digest == v1 {
+                continue;
+            }
+            let data = common::read(
+                &sample_layout()
+                    .join("blobs/sha256")
+                    .join(d.digest.encoded()),
+            );
+            let manifest: ImageManifest = serde_json::from_slice(&data).expect("a manifest");
+            for blob in std::iter::once(&manifest.config).chain(&manifest.layers) {
+                let bytes = common::read(
+                    &sample_layout()
+                        .join("blobs/sha256")
+                        .join(blob.digest.encoded()),
+                );
+                client
+                    .push_blob(&repo(":v1"), bytes, blob.digest.as_str())
+                    .await
+                    .expect("push blob");
+            }
+            let at = match d.annotations.get(REF_NAME) {
+                Some(tag) => format!(":{tag}"),
+                None => format!("@{digest}"),
+            };
+            client
+                .push_manifest_raw(&repo(&at), data, d.media_type.parse().expect("media type"))
+                .await
+                .expect("push manifest");
+            if !d.annotations.contains_key(REF_NAME) {
+                listed.push(d.clone());
+            }
+            pushed.push(digest);
+        }
+        let fallback = ImageIndex {
+            schema_version: 2,
+            media_type: Some("application/vnd.oci.image.index.v1+json".into()),
+            artifact_type: None,
+            manifests: listed,
+            subject: None,
+            annotations: Default::default(),
+        };
+        client
+            .push_manifest_raw(
+                &repo(&format!(":{}", v1.replace(':', "-"))),
+                serde_json::to_vec(&fallback).expect("index"),
+                "application/vnd.oci.image.index.v1+json"
+                    .parse()
+                    .expect("media type"),
+            )
+            .await
+            .expect("push the referrers tag schema index");
+        pushed.sort();
+        pushed
+    })
+}
+
+/// The referrers (digests) `chartreg` lists for the sample image.
+fn served_referrers(server: &InProcess) -> Vec<String> {
+    let curl_bin = common::tool("curl").expect("curl");
+    let r = curl(
+        &curl_bin,
+        "GET",
+        &format!(
+            "{}/v2/images/sample/referrers/{}",
+            server.url(),
+            sample_v1()
+        ),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body_text());
+    let index: ImageIndex = serde_json::from_slice(&r.body).expect("a referrers index");
+    let mut digests: Vec<String> = index
+        .manifests
+        .iter()
+        .map(|d| d.digest.to_string())
+        .collect();
+    digests.sort();
+    digests
+}
+
+/// The manifest digest chartreg serves for the sample image's `v1` (skopeo, from the raw
+/// manifest it reads).
+fn served_image_digest(server: &InProcess) -> String {
+    let skopeo = common::tool("skopeo").expect("skopeo");
+    let out = common::output_of(
+        Command::new(skopeo).args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{}/images/sample:v1", server.host()),
+        ]),
+        "skopeo inspect",
+    );
+    assert!(out.status.success(), "skopeo inspect: {}", describe(&out));
+    common::sha256(&out.stdout)
+}
+
+#[test]
+fn registry_with_basic_auth_charts_images_and_referrers() {
+    let Some(registry) = Distribution::start_with_user(USER, PASSWORD) else {
+        return;
+    };
+    let host = registry.host();
+    let hello = package("hello-1.0.0.tgz");
+    let motd = package("motd-1.0.0.tgz");
+    let pushed = helm_push(
+        &host,
+        &[
+            ("hello-1.0.0.tgz", hello.clone()),
+            ("motd-1.0.0.tgz", motd.clone()),
+        ],
+        Some(("motd-1.0.0.tgz.prov", package("motd-1.0.0.tgz.prov"))),
+    );
+    skopeo_copy_image(&host, Some(&format!("{USER}:{PASSWORD}")));
+    let referrers = push_referrers(&host, &RegistryAuth::Basic(USER.into(), PASSWORD.into()));
+
+    let work = Work::new();
+    work.write(
+        "charts.yaml",
+        &format!(
+            "chartURLs:\n  - oci://{host}/charts/hello:1.0.0\n  - oci://{host}/charts/motd:1.0.0\n"
+        ),
+    );
+    let images = format!("\"{host}\":\n  images:\n    images/sample: [v1]\n");
+    work.write("anonymous.yaml", &images);
+    let e = work.fetch_fails(&[
+        "--helm-charts-file",
+        "charts.yaml",
+        "--images-file",
+        "anonymous.yaml",
+    ]);
+    for entry in [
+        format!("chart oci://{host}/charts/hello:1.0.0: authentication refused"),
+        format!("image {host}/images/sample:v1: authentication refused"),
+    ] {
+        assert!(e.contains(&entry), "`{entry}` in: {e}");
+    }
+
+    work.write(
+        "images.yaml",
+        &format!("\"{host}\":\n  credentials:\n    username: {USER}\n    password: {PASSWORD}\n  images:\n    images/sample: [v1]\n"),
+    );
+    let args = [
+        "--helm-charts-file",
+        "charts.yaml",
+        "--images-file",
+        "images.yaml",
+    ];
+    let out = work.fetch_ok(&args);
+    assert!(out.contains("fetched 2 charts, 1 images"), "{out}");
+    assert!(work.read("charts/hello-1.0.0.tgz") == hello);
+    assert!(work.read("charts/motd-1.0.0.tgz") == motd);
+    assert!(work.read("charts/motd-1.0.0.tgz.prov") == package("motd-1.0.0.tgz.prov"));
+    let lock = work.lock();
+    for digest in pushed.iter().map(|p| pushed_digest(p)) {
+        assert!(
+            lock.contains(&format!("    manifest: {digest}")),
+            "upstream manifest {digest} not locked:\n{lock}"
+        );
+    }
+    assert!(
+        lock.contains(&format!("    digest: {}", sample_v1())),
+        "{lock}"
+    );
+    for r in &referrers {
+        assert!(
+            lock.contains(&format!("    - {r}")),
+            "referrer {r} not locked:\n{lock}"
+        );
+    }
+    assert!(!lock.contains(PASSWORD), "a password in the lock");
+
+    // Again: the same lock.
+    work.fetch_ok(&args);
+    assert_eq!(work.lock(), lock, "a second fetch wrote another lock");
+
+    // Served again by chartreg: Helm 3 and 4 pull the pushed packages, skopeo the image with
+    // its upstream digest, and its referrers are listed.
+    let server = work.serve_locked();
+    helm_pulls(&server, "hello", "1.0.0", &hello);
+    helm_pulls(&server, "motd", "1.0.0", &motd);
+    assert_eq!(served_image_digest(&server), sample_v1());
+    let mut with_subject: Vec<String> = referrers
+        .iter()
+        .filter(|r| {
+            let data = common::read(
+                &sample_layout()
+                    .join("blobs/sha256")
+                    .join(r.trim_start_matches("sha256:")),
+            );
+            serde_json::from_slice::<serde_json::Value>(&data).expect("JSON")["subject"].is_object()
+        })
+        .cloned()
+        .collect();
+    with_subject.sort();
+    assert_eq!(served_referrers(&server), with_subject);
+
+    // One platform: a new index of it, no longer upstream's digest, and fewer blobs.
+    let amd64 = Work::new();
+    amd64.write(
+        "images.yaml",
+        &std::fs::read_to_string(work.path("images.yaml")).expect("read"),
+    );
+    amd64.fetch_ok(&[
+        "--images-file",
+        "images.yaml",
+        "--platform",
+        "linux/amd64",
+        "--no-referrers",
+    ]);
+    let lock = amd64.lock();
+    assert!(
+        lock.contains("    - linux/amd64") && !lock.contains("arm64"),
+        "{lock}"
+    );
+    assert!(!lock.contains(&sample_v1()), "{lock}");
+    assert!(amd64.files("images").len() < work.files("images").len());
+
+    // Upstream re-pushes hello 1.0.0 with other bytes: a locked fetch names it.
+    let folder = tempfile::tempdir().expect("temp dir");
+    let chart = common::chart_folder(folder.path(), "hello", "1.0.0");
+    let helm = Helm::new("helm4").expect("helm4");
+    helm.ok(&["package", str_path(&chart), "-d", str_path(folder.path())]);
+    let other = common::read(&folder.path().join("hello-1.0.0.tgz"));
+    assert!(other != hello);
+    helm_push(&host, &[("hello-1.0.0.tgz", other)], None);
+    let e = work.fetch_fails(&[
+        "--helm-charts-file",
+        "charts.yaml",
+        "--images-file",
+        "images.yaml",
+        "--locked",
+    ]);
+    assert!(
+        e.contains(&format!(
+            "chart oci://{host}/charts/hello:1.0.0: the lock pins sha256:{}",
+            hex_sha256(&hello)
+        )),
+        "{e}"
+    );
+    // Progress lines name every entry; the failure report names only what changed.
+    let report = e.split("fetch failed:").nth(1).unwrap_or_default();
+    assert!(
+        report.contains("charts/hello")
+            && !report.contains("motd")
+            && !report.contains("images/sample"),
+        "only hello changed: {e}"
+    );
+    assert!(
+        work.read("charts/hello-1.0.0.tgz") == hello,
+        "--locked replaced a file"
+    );
+}
+
+#[test]
+fn bearer_token_challenges_are_answered_with_the_images_file_credentials() {
+    let front = BearerFront::start("robot", "t0ken-pw");
+    let host = front.addr.to_string();
+    let work = Work::new();
+    work.write(
+        "charts.yaml",
+        &format!("chartURLs:\n  - oci://{host}/charts/hello:1.0.0\n"),
+    );
+    let images = |password: &str| {
+        format!(
+            "\"{host}\":\n  credentials:\n    username: robot\n    password: {password}\n  images:\n    images/sample: [v1]\n"
+        )
+    };
+    work.write("wrong.yaml", &images("wrong"));
+    let e = work.fetch_fails(&[
+        "--helm-charts-file",
+        "charts.yaml",
+        "--images-file",
+        "wrong.yaml",
+    ]);
+    assert!(
+        e.contains(&format!(
+            "image {host}/images/sample:v1: authentication refused"
+        )),
+        "{e}"
+    );
+    assert!(front.token_requests().contains(&false));
+
+    work.write("images.yaml", &images("t0ken-pw"));
+    work.fetch_ok(&[
+        "--helm-charts-file",
+        "charts.yaml",
+        "--images-file",
+        "images.yaml",
+    ]);
+    assert!(front.challenged() > 0, "the front never challenged");
+    assert!(
+        front.token_requests().contains(&true),
+        "no token was asked for"
+    );
+    assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
+    let lock = work.lock();
+    assert!(
+        lock.contains(&format!("    digest: {}", sample_v1())),
+        "{lock}"
+    );
+    let server = work.serve_locked();
+    assert_eq!(served_image_digest(&server), sample_v1());
+}
