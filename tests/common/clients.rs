@@ -390,6 +390,12 @@ impl Distribution {
         format!("http://{}", self.addr)
     }
 
+    /// The storage root (`rootdirectory`): `docker/registry/v2/...` below it, as a mindthegap
+    /// bundle holds it.
+    pub fn storage(&self) -> PathBuf {
+        self.dir.path().join("registry").join("data")
+    }
+
     /// What distribution logged (errors only).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()

@@ -29,6 +29,24 @@ pub enum Command {
     /// and `images/`, pinned by a lock file (`chartreg.lock`).
     #[cfg(feature = "fetch")]
     Fetch(FetchArgs),
+    /// Import mindthegap bundles (earlier releases' charts and images) as OCI image layouts,
+    /// digests unchanged; `pack` keeps them and merges packed charts of the same repository.
+    ImportBundle(ImportArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// Bundles (`mindthegap create bundle` output: an uncompressed tar), merged in this order:
+    /// a tag names the first bundle's manifest.
+    #[arg(required = true, value_name = "BUNDLE")]
+    pub bundles: Vec<PathBuf>,
+    /// The content folder the layouts are written into (the one `pack` writes).
+    #[arg(long, value_name = "DIR", default_value = "assets")]
+    pub out: PathBuf,
+    /// The chart prefix `pack` uses (to tell its repositories in an output folder it has not
+    /// recorded yet).
+    #[arg(long, default_value = "charts")]
+    pub prefix: String,
 }
 
 #[cfg(feature = "fetch")]
@@ -160,6 +178,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Pack(args) => run_pack(&args),
         #[cfg(feature = "fetch")]
         Command::Fetch(args) => run_fetch(&args),
+        Command::ImportBundle(args) => run_import(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -244,6 +263,30 @@ fn run_fetch(args: &FetchArgs) -> Result<(), String> {
     );
     for change in &report.changes {
         println!("  {change}");
+    }
+    Ok(())
+}
+
+fn run_import(args: &ImportArgs) -> Result<(), String> {
+    let options = crate::import::Options {
+        bundles: args.bundles.clone(),
+        out: args.out.clone(),
+        prefix: args.prefix.clone(),
+    };
+    let report = crate::import::import(&options).map_err(|e| format!("import-bundle: {e}"))?;
+    let tags: usize = report.repositories.values().sum();
+    println!(
+        "imported {} repositories, {tags} tags into {} ({} written, {} unchanged)",
+        report.repositories.len(),
+        args.out.display(),
+        report.written.len(),
+        report.unchanged
+    );
+    for name in &report.written {
+        println!("  wrote {name}");
+    }
+    for note in &report.notes {
+        println!("  note: {note}");
     }
     Ok(())
 }

@@ -5,6 +5,8 @@
 //!   image layouts under `assets/` that the server embeds.
 //! - [`fetch`] (the `fetch` feature, on by default) takes charts and images from upstream, as
 //!   mindthegap's lists name them, into `charts/` and `images/`, pinned by a [`lock`].
+//! - [`import`] takes mindthegap bundles (earlier releases' charts and images) into
+//!   `assets/`, digests unchanged; `pack` keeps what it imported.
 //! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
 //! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
 //!
@@ -16,5 +18,6 @@ pub mod cli;
 pub mod content_file;
 #[cfg(feature = "fetch")]
 pub mod fetch;
+pub mod import;
 pub mod lock;
 pub mod pack;

@@ -164,6 +164,7 @@ mod tests {
 
     #[test]
     fn urls_resolve_against_the_repository_and_credentials_stay_on_its_host() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let repo = Repository {
             url: "https://charts.test/stable".parse().unwrap(),
             client: reqwest::Client::new(),

@@ -30,28 +30,6 @@ pub struct Copied {
     pub referrers: Vec<String>,
 }
 
-/// A manifest's media type: its `mediaType`, else an index if it lists `manifests`, else an
-/// image manifest (as distribution types manifests stored without one).
-fn media_type_of(data: &[u8]) -> String {
-    #[derive(serde::Deserialize)]
-    struct Typed {
-        #[serde(default, rename = "mediaType")]
-        media_type: Option<String>,
-        #[serde(default)]
-        manifests: Option<serde_json::Value>,
-    }
-    match serde_json::from_slice::<Typed>(data) {
-        Ok(Typed {
-            media_type: Some(t),
-            ..
-        }) => t,
-        Ok(Typed {
-            manifests: Some(_), ..
-        }) => media_type::OCI_INDEX.to_owned(),
-        _ => media_type::OCI_MANIFEST.to_owned(),
-    }
-}
-
 /// Whether `platform` is one `wanted` asks for (`os/arch` or `os/arch/variant`).
 fn wanted(platform: Option<&Platform>, wanted: &[String]) -> bool {
     let Some(p) = platform else {
@@ -130,7 +108,7 @@ impl Filling<'_> {
             return Err(Problem::Invalid("indexes nest deeper than 8 levels".into()));
         }
         self.store(data, digest)?;
-        let kind = media_type_of(data);
+        let kind = media_type::of_manifest(data);
         let mut platforms = Vec::new();
         if media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index) {
             let index: ImageIndex = serde_json::from_slice(data)
@@ -220,7 +198,7 @@ pub async fn copy_repository(
     for tag in tags {
         let at = |p: Problem| (tag.clone(), p);
         let (mut data, mut digest) = registry.manifest(repository, tag).await.map_err(at)?;
-        let mut kind = media_type_of(&data);
+        let mut kind = media_type::of_manifest(&data);
         // Only some platforms: a new index of those.
         if !platforms.is_empty()
             && media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index)
@@ -274,7 +252,7 @@ pub async fn copy_repository(
                     .await
                     .map_err(at)?
                 {
-                    let skind = media_type_of(&sdata);
+                    let skind = media_type::of_manifest(&sdata);
                     Box::pin(filling.take(&sdata, &sdigest, 0))
                         .await
                         .map_err(at)?;
@@ -362,10 +340,16 @@ mod tests {
 
     #[test]
     fn media_types_and_platforms() {
-        assert_eq!(media_type_of(br#"{"manifests":[]}"#), media_type::OCI_INDEX);
-        assert_eq!(media_type_of(br#"{"config":{}}"#), media_type::OCI_MANIFEST);
         assert_eq!(
-            media_type_of(
+            media_type::of_manifest(br#"{"manifests":[]}"#),
+            media_type::OCI_INDEX
+        );
+        assert_eq!(
+            media_type::of_manifest(br#"{"config":{}}"#),
+            media_type::OCI_MANIFEST
+        );
+        assert_eq!(
+            media_type::of_manifest(
                 br#"{"mediaType":"application/vnd.docker.distribution.manifest.v2+json"}"#
             ),
             media_type::DOCKER_MANIFEST

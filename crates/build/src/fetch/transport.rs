@@ -36,6 +36,10 @@ const FIRST_PAUSE: Duration = Duration::from_millis(500);
 
 /// The host of `host[:port]`, without brackets.
 fn host_only(registry: &str) -> &str {
+    // A bare IPv6 address (`::1`) has colons but no port.
+    if registry.parse::<IpAddr>().is_ok() {
+        return registry;
+    }
     if let Some(rest) = registry.strip_prefix('[') {
         return rest.split(']').next().unwrap_or(rest);
     }

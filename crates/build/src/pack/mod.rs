@@ -23,6 +23,7 @@ mod chart_folder;
 mod chart_package;
 mod helmignore;
 mod image_layout;
+pub mod imported;
 pub mod metadata;
 mod owned;
 mod problem;
@@ -107,6 +108,8 @@ pub struct Packed {
     pub charts: usize,
     pub versions: usize,
     pub layouts: usize,
+    /// The input each repository comes from, for messages.
+    pub sources: BTreeMap<String, PathBuf>,
 }
 
 /// Lays out every input (charts under `<prefix>/`); two inputs for one repository are an
@@ -125,9 +128,9 @@ pub fn build(inputs: &[Input], prefix: &str, out: &Path) -> Result<Packed, PackE
         versions: charts.iter().map(|c| c.versions).sum(),
         layouts: 0,
         repositories: BTreeMap::new(),
+        sources: BTreeMap::new(),
     };
-    // Where each repository comes from, for messages.
-    let mut sources: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let sources = &mut packed.sources;
     for chart in charts {
         sources.insert(chart.repository.clone(), chart.source);
         let owner = Owner::Chart {
@@ -209,31 +212,59 @@ impl Report {
 struct Plan {
     packed: Packed,
     removals: Vec<String>,
+    /// Merged repositories pack no longer has charts for: their imported part alone.
+    restores: Vec<(String, Tree)>,
     record: Record,
 }
 
 fn plan(request: &Request) -> Result<Plan, PackError> {
     let inputs = read_inputs(request)?;
-    let packed = build(&inputs, &request.prefix, &request.out)?;
+    let mut packed = build(&inputs, &request.prefix, &request.out)?;
     let out = &request.out;
     let previous = Record::load(out, &request.prefix)
         .map_err(|e| at(&out.join(RECORD_FILE))(Problem::Record(e)))?;
     let mut record = previous.clone();
     // Chart repositories of this prefix are this run's to keep or remove, when it has charts.
     let mut removals = Vec::new();
+    let mut restores = Vec::new();
+    let imported_error = |name: &str| {
+        let path = out.join(name);
+        move |e: String| at(&path)(Problem::Imported(e))
+    };
     if !request.charts.is_empty() {
         for (name, owner) in &previous.repositories {
             let ours = matches!(owner, Owner::Chart { prefix } if *prefix == request.prefix);
             if ours && !packed.repositories.contains_key(name) {
-                removals.push(name.clone());
                 record.repositories.remove(name);
+                match previous.imported.get(name) {
+                    Some(imported) => restores.push((
+                        name.clone(),
+                        imported::imported_tree(out, name, imported)
+                            .map_err(imported_error(name))?,
+                    )),
+                    None => removals.push(name.clone()),
+                }
             }
         }
     }
-    for (name, (owner, _)) in &packed.repositories {
-        let known = previous.repositories.contains_key(name);
-        if !known && out.join(name).exists() {
-            return Err(at(&out.join(name))(Problem::NotOwned(name.clone())));
+    for (name, (owner, tree)) in packed.repositories.iter_mut() {
+        let known =
+            previous.repositories.contains_key(name) || previous.imported.contains_key(name);
+        if !known && out.join(name.as_str()).exists() {
+            return Err(at(&out.join(name.as_str()))(Problem::NotOwned(
+                name.clone(),
+            )));
+        }
+        if let Some(imported) = previous.imported.get(name) {
+            let source = packed.sources.get(name).cloned().unwrap_or_default();
+            if matches!(owner, Owner::Layout { .. }) {
+                return Err(at(&source)(Problem::Imported(format!(
+                    "{name} is imported from {}; only charts merge with an imported repository",
+                    imported.bundles.join(", ")
+                ))));
+            }
+            *tree = imported::merge(std::mem::take(tree), out, name, imported, &source)
+                .map_err(imported_error(name))?;
         }
         record.repositories.insert(name.clone(), owner.clone());
     }
@@ -254,6 +285,7 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
     Ok(Plan {
         packed,
         removals,
+        restores,
         record,
     })
 }
@@ -279,7 +311,12 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
         removed: Vec::new(),
         unchanged: 0,
     };
-    for (name, (_, tree)) in &plan.packed.repositories {
+    let trees = plan
+        .packed
+        .repositories
+        .iter()
+        .map(|(name, (_, tree))| (name, tree));
+    for (name, tree) in trees.chain(plan.restores.iter().map(|(name, tree)| (name, tree))) {
         match tree::replace(tree, out, name).map_err(write_error)? {
             Outcome::Written => report.written.push(name.clone()),
             Outcome::Unchanged => report.unchanged += 1,
@@ -292,18 +329,9 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
             report.removed.push(name.clone());
         }
     }
-    for (file, data) in bookkeeping(&plan.record) {
-        let path = out.join(file);
-        match data {
-            Some(data) if fs::read(&path).ok().as_deref() != Some(data.as_slice()) => {
-                let staged = out.join(format!("{file}.new"));
-                fs::write(&staged, &data).map_err(io_at(&staged))?;
-                fs::rename(&staged, &path).map_err(io_at(&path))?;
-            }
-            None if path.exists() => fs::remove_file(&path).map_err(io_at(&path))?,
-            _ => {}
-        }
-    }
+    plan.record
+        .save(out)
+        .map_err(|e| at(out)(Problem::Record(e)))?;
     Ok(report)
 }
 
@@ -324,6 +352,11 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
     for name in &plan.removals {
         if out.join(name).exists() {
             stale.push(format!("{name} (no longer packed)"));
+        }
+    }
+    for (name, tree) in &plan.restores {
+        if !tree::holds(tree, out, name).map_err(|e| at(out)(Problem::Write(e.to_string())))? {
+            stale.push(format!("{name} (imported only now)"));
         }
     }
     for (file, data) in bookkeeping(&plan.record) {

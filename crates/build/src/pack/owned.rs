@@ -5,9 +5,11 @@
 //! prefix) and image layout repositories (by the layout folder). A run rewrites the chart
 //! repositories of its prefix and deletes those of them it no longer has chart inputs for; it
 //! rewrites the repository of each `--layout` it is given and keeps those of earlier
-//! `--layout`s; it never touches a repository the record does not list (imported bundles,
-//! hand-placed layouts). The `.gitignore` lists the layout repositories, which are rebuilt
-//! from their inputs and not committed.
+//! `--layout`s; it never touches a repository the record does not list (hand-placed
+//! layouts). Repositories `import-bundle` wrote are listed apart, with the manifests imported
+//! (`imported`): pack keeps them, and merges a chart repository of the same name with them.
+//! The `.gitignore` lists the layout repositories, which are rebuilt from their inputs and not
+//! committed (imported repositories are committed: their bundles are not inputs of `pack`).
 //!
 //! Output folders written before the record existed: the repositories under `<out>/<prefix>`
 //! are taken to be chart repositories of that prefix (what `pack` then replaced as a whole).
@@ -18,6 +20,8 @@ use std::io;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+use super::imported::Imported;
 
 /// The record's file name in the output folder.
 pub const RECORD_FILE: &str = ".chartreg-pack.json";
@@ -33,11 +37,15 @@ pub enum Owner {
     Layout { from: String },
 }
 
-/// Every repository `pack` wrote, by name.
+/// Every repository `pack` wrote, by name, and what `import-bundle` imported.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
     pub repositories: BTreeMap<String, Owner>,
+    /// Repositories imported from bundles: kept by `pack`, and merged with its charts when a
+    /// chart repository has the same name (see `imported`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub imported: BTreeMap<String, Imported>,
 }
 
 impl Record {
@@ -70,6 +78,28 @@ impl Record {
         let mut data = serde_json::to_vec_pretty(self).unwrap_or_default();
         data.push(b'\n');
         data
+    }
+
+    /// Writes the record and the `.gitignore` into `out` (each replaced by a rename, and only
+    /// when it changed; the `.gitignore` removed when there is nothing to ignore).
+    pub fn save(&self, out: &Path) -> Result<(), String> {
+        for (file, data) in [
+            (RECORD_FILE, Some(self.to_bytes())),
+            (GITIGNORE_FILE, self.gitignore()),
+        ] {
+            let path = out.join(file);
+            let failed = |e: io::Error| format!("{}: {e}", path.display());
+            match data {
+                Some(data) if fs::read(&path).ok().as_deref() != Some(data.as_slice()) => {
+                    let staged = out.join(format!("{file}.new"));
+                    fs::write(&staged, &data).map_err(failed)?;
+                    fs::rename(&staged, &path).map_err(failed)?;
+                }
+                None if path.exists() => fs::remove_file(&path).map_err(failed)?,
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The `.gitignore` for the output folder: the layout repositories, or nothing.

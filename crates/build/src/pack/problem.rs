@@ -23,6 +23,8 @@ pub struct PackError {
 pub enum Problem {
     #[error("{0}")]
     Io(String),
+    #[error("{0}")]
+    Imported(String),
     #[error("no chart packages (*.tgz) or chart folders found")]
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]

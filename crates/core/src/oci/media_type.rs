@@ -26,3 +26,43 @@ pub fn manifest_kind(media_type: &str) -> Option<ManifestKind> {
         _ => None,
     }
 }
+
+/// A stored manifest's media type: its `mediaType` field; else an index when it lists
+/// `manifests`; else an image manifest. This is how CNCF distribution types what it stores
+/// without one (every Helm-pushed chart manifest lacks `mediaType`).
+pub fn of_manifest(data: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Typed {
+        #[serde(default, rename = "mediaType")]
+        media_type: Option<String>,
+        #[serde(default)]
+        manifests: Option<serde::de::IgnoredAny>,
+    }
+    match serde_json::from_slice::<Typed>(data) {
+        Ok(Typed {
+            media_type: Some(t),
+            ..
+        }) => t,
+        Ok(Typed {
+            manifests: Some(_), ..
+        }) => OCI_INDEX.to_owned(),
+        _ => OCI_MANIFEST.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_manifests_are_typed_from_their_content() {
+        let typed = br#"{"mediaType":"application/vnd.docker.distribution.manifest.v2+json"}"#;
+        assert_eq!(of_manifest(typed), DOCKER_MANIFEST);
+        assert_eq!(
+            of_manifest(br#"{"schemaVersion":2,"manifests":[]}"#),
+            OCI_INDEX
+        );
+        let helm = br#"{"schemaVersion":2,"config":{},"layers":[]}"#;
+        assert_eq!(of_manifest(helm), OCI_MANIFEST);
+    }
+}

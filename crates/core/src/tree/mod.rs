@@ -60,6 +60,11 @@ pub enum Entry {
     Bytes(Vec<u8>),
     /// A blob copied from a file when the tree is written.
     File(BlobFile),
+    /// A blob hard-linked from its file when the tree is written (copied where the file
+    /// system cannot link): for staged files that nothing writes again, such as the blobs
+    /// `import-bundle` streams out of a bundle, so that a bundle never needs twice its size
+    /// on disk. The linked file's digest is checked as a copied one's is.
+    Link(BlobFile),
 }
 
 impl Entry {
@@ -67,7 +72,7 @@ impl Entry {
     pub fn read(&self) -> io::Result<std::borrow::Cow<'_, [u8]>> {
         match self {
             Entry::Bytes(data) => Ok(data.as_slice().into()),
-            Entry::File(blob) => fs::read(&blob.path)
+            Entry::File(blob) | Entry::Link(blob) => fs::read(&blob.path)
                 .map_err(|e| at(&blob.path, e))
                 .map(Into::into),
         }
@@ -90,7 +95,9 @@ pub fn load(tree: Tree) -> io::Result<Files> {
         .map(|(path, entry)| {
             let data = match entry {
                 Entry::Bytes(data) => data,
-                Entry::File(blob) => fs::read(&blob.path).map_err(|e| at(&blob.path, e))?,
+                Entry::File(blob) | Entry::Link(blob) => {
+                    fs::read(&blob.path).map_err(|e| at(&blob.path, e))?
+                }
             };
             Ok((path, data))
         })

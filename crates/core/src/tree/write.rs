@@ -92,7 +92,7 @@ fn holds(target: &Path, base: &Path, tree: &Tree) -> Result<bool, WriteError> {
     for (path, entry) in present.values().zip(tree.values()) {
         let same = match entry {
             Entry::Bytes(data) => fs::read(path).map_err(io_at(path))? == *data,
-            Entry::File(blob) => {
+            Entry::File(blob) | Entry::Link(blob) => {
                 fs::metadata(path).map_err(io_at(path))?.len() == blob.size
                     && Some(hash_file(path).map_err(io_at(path))?.1) == blob.digest.sha256()
             }
@@ -112,7 +112,19 @@ fn write_entry(entry: &Entry, file: &Path) -> Result<(), WriteError> {
     }
     let blob = match entry {
         Entry::Bytes(data) => return fs::write(file, data).map_err(io_at(file)),
-        Entry::File(blob) => blob,
+        Entry::Link(blob) if fs::hard_link(&blob.path, file).is_ok() => {
+            let (size, sha256) = hash_file(file).map_err(io_at(file))?;
+            if size != blob.size || Some(sha256) != blob.digest.sha256() {
+                let _ = fs::remove_file(file);
+                return Err(WriteError::Changed {
+                    path: blob.path.clone(),
+                    expected: blob.digest.clone(),
+                    size: blob.size,
+                });
+            }
+            return Ok(());
+        }
+        Entry::File(blob) | Entry::Link(blob) => blob,
     };
     let mut source = fs::File::open(&blob.path).map_err(io_at(&blob.path))?;
     let mut sink = io::BufWriter::new(fs::File::create(file).map_err(io_at(file))?);
@@ -220,5 +232,31 @@ mod tests {
         assert!(err.to_string().contains("gone"), "{err}");
         let err = load(tree).unwrap_err();
         assert!(err.to_string().contains("gone"), "{err}");
+    }
+
+    #[test]
+    fn linked_blobs_share_the_staged_file_and_are_checked_too() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let blob = blob_file(dir.path(), "staged", b"layer bytes");
+        let mut tree = Tree::new();
+        tree.insert("p/blob".into(), Entry::Link(blob.clone()));
+        assert_eq!(replace(&tree, &out, "p").unwrap(), Outcome::Written);
+        let ino = |p: &Path| fs::metadata(p).unwrap().ino();
+        assert_eq!(
+            ino(&out.join("p/blob")),
+            ino(&blob.path),
+            "linked, not copied"
+        );
+        assert_eq!(replace(&tree, &out, "p").unwrap(), Outcome::Unchanged);
+
+        let changed = blob_file(dir.path(), "changed", b"first");
+        fs::write(&changed.path, b"other").unwrap();
+        let mut tree = Tree::new();
+        tree.insert("q/blob".into(), Entry::Link(changed));
+        let err = replace(&tree, &out, "q").unwrap_err();
+        assert!(err.to_string().contains("do not have the digest"), "{err}");
+        assert!(!out.join("q").exists(), "nothing is left of a refused tree");
     }
 }
