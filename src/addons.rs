@@ -16,6 +16,8 @@ use std::fmt::Write as _;
 use chartreg_core::content::{Kind, Registry, Repository};
 use chartreg_core::oci::Reference;
 
+use crate::versions::order;
+
 /// What the command is asked for.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -44,23 +46,6 @@ pub struct Entry {
     pub key: String,
     pub chart: String,
     pub version: String,
-}
-
-/// A version as Helm orders it (Masterminds semver: a `v` prefix and missing parts allowed).
-fn order(version: &str) -> Option<semver::Version> {
-    let unprefixed = version.strip_prefix('v').unwrap_or(version);
-    let end = unprefixed.find(['-', '+']).unwrap_or(unprefixed.len());
-    let (numbers, rest) = unprefixed.split_at(end);
-    let mut parts: Vec<&str> = numbers.split('.').collect();
-    while parts.len() < 3 {
-        parts.push("0");
-    }
-    let numbers: Vec<String> = parts
-        .iter()
-        .map(|p| p.parse::<u64>().map(|n| n.to_string()))
-        .collect::<Result<_, _>>()
-        .ok()?;
-    semver::Version::parse(&format!("{}{rest}", numbers.join("."))).ok()
 }
 
 /// The chart versions of a repository: (its version as Chart.yaml writes it).

@@ -27,3 +27,5 @@ pub mod logging;
 pub mod metrics;
 pub mod serve;
 pub mod tls;
+pub mod versions;
+pub mod web;

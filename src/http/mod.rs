@@ -22,7 +22,8 @@
 //! a matching `If-None-Match` gets 304.
 //!
 //! Outside `/v2`: `/healthz` (alive), `/readyz` (serving and not shutting down) and, unless
-//! metrics have a listener of their own, `/metrics`.
+//! metrics have a listener of their own, `/metrics`; the pages for people (`/`, `/ui/...`)
+//! and the classic Helm repository (`/<prefix>/index.yaml`), in [`pages`].
 
 mod blobs;
 mod body;
@@ -32,6 +33,7 @@ mod listings;
 mod manifests;
 mod observe;
 mod operations;
+mod pages;
 mod pagination;
 mod range;
 mod referrers;
@@ -52,7 +54,7 @@ pub use error::{ALLOWED_METHODS, ApiError, ErrorCode};
 pub use operations::metrics_app;
 pub use pagination::Page;
 pub use range::{RangeSpec, Selection};
-pub use routes::{Endpoint, LABELS, Operation, Route, Routed, route};
+pub use routes::{Endpoint, LABELS, Operation, Route, Routed, WebRoute, route};
 
 /// `Docker-Distribution-API-Version`, on every answer (see `observe`).
 pub const API_VERSION_HEADER: header::HeaderName =
@@ -81,6 +83,8 @@ pub struct Ops {
     pub max_header_bytes: usize,
     /// Whether `/metrics` is answered here (not when it has a listener of its own).
     pub serve_metrics: bool,
+    /// The pages and the classic repository, made on the first request for them.
+    pub web: crate::web::Lazy,
 }
 
 impl Ops {
@@ -90,6 +94,7 @@ impl Ops {
             metrics,
             max_header_bytes,
             serve_metrics,
+            web: crate::web::Lazy::default(),
         }
     }
 
@@ -163,5 +168,6 @@ async fn api(req: HttpRequest, registry: Registered) -> Result<HttpResponse, Api
         Route::Blob(name, digest) => blobs::get(&req, &registry, &name, &digest),
         Route::Referrers(name, subject) => referrers::get(&req, &registry, &name, &subject),
         Route::Operation(operation) => operations::answer(&req, operation),
+        Route::Web(route) => pages::get(&req, &registry, &route),
     }
 }

@@ -31,18 +31,24 @@ pub enum Endpoint {
     Manifests,
     Blobs,
     Referrers,
+    /// The pages for people: `/`, `/ui/...`.
+    Pages,
+    /// The classic Helm repository: `/<prefix>/index.yaml` and packages.
+    Classic,
     Other,
 }
 
 impl Endpoint {
     /// Every endpoint, in the order of their indexes.
-    pub const ALL: [Endpoint; 7] = [
+    pub const ALL: [Endpoint; 9] = [
         Endpoint::Base,
         Endpoint::Catalog,
         Endpoint::Tags,
         Endpoint::Manifests,
         Endpoint::Blobs,
         Endpoint::Referrers,
+        Endpoint::Pages,
+        Endpoint::Classic,
         Endpoint::Other,
     ];
 
@@ -55,6 +61,8 @@ impl Endpoint {
             Endpoint::Manifests => "manifests",
             Endpoint::Blobs => "blobs",
             Endpoint::Referrers => "referrers",
+            Endpoint::Pages => "pages",
+            Endpoint::Classic => "classic",
             Endpoint::Other => "other",
         }
     }
@@ -96,6 +104,58 @@ impl Operation {
     }
 }
 
+/// The paths outside `/v2` that are for people and older Helm tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebRoute {
+    /// `/`
+    Home,
+    /// `/ui/style.css`
+    Style,
+    /// `/ui/<repository>` (no repository name can start with `ui/` and collide: the whole
+    /// name follows the prefix).
+    Repository(RepositoryName),
+    /// `/<prefix>/index.yaml`, `/<prefix>/<name>-<version>.tgz[.prov]`: the path without its
+    /// leading `/`, its prefix a valid repository name.
+    Classic(String),
+}
+
+impl WebRoute {
+    fn of(path: &str) -> Option<Result<WebRoute, ApiError>> {
+        if path == "/" {
+            return Some(Ok(WebRoute::Home));
+        }
+        if path == "/ui/style.css" {
+            return Some(Ok(WebRoute::Style));
+        }
+        if let Some(name) = path.strip_prefix("/ui/") {
+            return Some(
+                name.parse()
+                    .map(WebRoute::Repository)
+                    .map_err(ApiError::from),
+            );
+        }
+        let rest = path.strip_prefix('/')?;
+        let (prefix, file) = rest.rsplit_once('/')?;
+        let classic = file == "index.yaml" || file.ends_with(".tgz") || file.ends_with(".tgz.prov");
+        if !classic || file.len() <= ".tgz".len() {
+            return None;
+        }
+        Some(
+            prefix
+                .parse::<RepositoryName>()
+                .map(|_| WebRoute::Classic(rest.to_owned()))
+                .map_err(ApiError::from),
+        )
+    }
+
+    fn endpoint(&self) -> Endpoint {
+        match self {
+            WebRoute::Classic(_) => Endpoint::Classic,
+            _ => Endpoint::Pages,
+        }
+    }
+}
+
 /// A request the server answers, its parts validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -106,6 +166,7 @@ pub enum Route {
     Blob(RepositoryName, Digest),
     Referrers(RepositoryName, Digest),
     Operation(Operation),
+    Web(WebRoute),
 }
 
 /// A request as [`route`] parsed it.
@@ -224,6 +285,23 @@ pub fn route(method: &Method, path: &str) -> Routed {
                 Ok(Route::Operation(operation))
             } else {
                 Err(no_route())
+            },
+        };
+    }
+    if !is_api(path)
+        && let Some(web) = WebRoute::of(path)
+    {
+        let endpoint = match &web {
+            Ok(route) => route.endpoint(),
+            Err(_) if path.starts_with("/ui/") => Endpoint::Pages,
+            Err(_) => Endpoint::Classic,
+        };
+        return Routed {
+            endpoint: Some(endpoint),
+            route: match web {
+                Ok(route) if read => Ok(Route::Web(route)),
+                Ok(_) => Err(no_route()),
+                Err(e) => Err(e),
             },
         };
     }

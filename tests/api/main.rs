@@ -7,6 +7,7 @@ mod blobs;
 mod common;
 mod listings;
 mod manifests;
+mod pages;
 mod referrers;
 mod requests;
 

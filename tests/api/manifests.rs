@@ -151,7 +151,11 @@ async fn manifest_accept_header_is_ignored() {
 )]
 #[case::unknown_endpoint("/v2/charts/hello/uploads", StatusCode::NOT_FOUND, "UNSUPPORTED")]
 #[case::outside_api("/index.html", StatusCode::NOT_FOUND, "UNSUPPORTED")]
-#[case::root("/", StatusCode::NOT_FOUND, "UNSUPPORTED")]
+#[case::unknown_page("/ui/charts/nope", StatusCode::NOT_FOUND, "NAME_UNKNOWN")]
+#[case::bad_page_name("/ui/Charts/Hello", StatusCode::BAD_REQUEST, "NAME_INVALID")]
+#[case::unknown_classic_index("/nope/index.yaml", StatusCode::NOT_FOUND, "UNSUPPORTED")]
+#[case::unknown_package("/charts/hello-9.9.9.tgz", StatusCode::NOT_FOUND, "UNSUPPORTED")]
+#[case::bad_classic_prefix("/Charts/index.yaml", StatusCode::BAD_REQUEST, "NAME_INVALID")]
 #[actix_web::test]
 async fn errors_use_the_spec_envelope(
     #[case] uri: &str,

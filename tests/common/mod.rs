@@ -156,9 +156,12 @@ pub fn sha256(data: &[u8]) -> String {
     chartreg_core::oci::Digest::sha256_of(data).to_string()
 }
 
+mod certs;
 mod clients;
 mod servers;
 
+#[allow(unused_imports)]
+pub use certs::LoopbackCert;
 #[allow(unused_imports)]
 pub use clients::*;
 #[allow(unused_imports)]

@@ -14,10 +14,6 @@ use std::thread;
 use actix_web::dev::{ServerHandle, Service as _};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use base64::Engine as _;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
 
 use super::common;
 
@@ -43,24 +39,11 @@ pub struct Tls {
 
 impl Tls {
     pub fn new() -> Tls {
-        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
-        ca.distinguished_name
-            .push(DnType::CommonName, "chartreg fetch test CA");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca_key = KeyPair::generate().expect("CA key");
-        let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
-        let issuer = Issuer::new(ca, ca_key);
-        let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("leaf");
-        leaf.distinguished_name
-            .push(DnType::CommonName, "127.0.0.1");
-        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let key = KeyPair::generate().expect("leaf key");
-        let cert = leaf.signed_by(&key, &issuer).expect("leaf certificate");
+        let cert = common::LoopbackCert::new("chartreg fetch test CA");
         Tls {
-            ca_pem: ca_cert.pem(),
-            cert_der: cert.der().to_vec(),
-            key_der: key.serialize_der(),
+            ca_pem: cert.ca_pem,
+            cert_der: cert.cert_der,
+            key_der: cert.key_der,
         }
     }
 

@@ -37,8 +37,11 @@ fn metrics_can_have_their_own_listener() {
         .and_then(|rest| rest.split('/').next())
         .unwrap_or_else(|| panic!("the summary line names the metrics address: {log}"))
         .to_owned();
-    let (head, _) = http_get(served.addr, "/v2/charts/hello/tags/list", "");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // The pages and the classic repository count under labels of their own.
+    for path in ["/v2/charts/hello/tags/list", "/", "/charts/index.yaml"] {
+        let (head, _) = http_get(served.addr, path, "");
+        assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
+    }
     let (head, _) = http_get(served.addr, "/metrics", "");
     assert!(
         head.starts_with("HTTP/1.1 404"),
@@ -49,15 +52,19 @@ fn metrics_can_have_their_own_listener() {
         let (head, body) = http_get(metrics_addr.parse().unwrap(), "/metrics", "");
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         text = String::from_utf8(body).unwrap();
-        if text.contains(r#"route="tags",method="GET",status="200"} 1"#) {
+        if text.contains(r#"route="classic",method="GET",status="200"} 1"#) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(
-        text.contains(r#"chartreg_http_requests_total{route="tags",method="GET",status="200"} 1"#),
-        "{text}"
-    );
+    for route in ["tags", "pages", "classic"] {
+        assert!(
+            text.contains(&format!(
+                r#"chartreg_http_requests_total{{route="{route}",method="GET",status="200"}} 1"#
+            )),
+            "{route}: {text}"
+        );
+    }
     assert!(
         !text.contains(r#"status="404"} "#),
         "the 404 for /metrics is not registry traffic: {text}"

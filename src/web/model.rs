@@ -1,0 +1,215 @@
+//! What the pages show, worked out once from the registry: every repository with its kind
+//! and its versions newest first (digest, pull size, kind, platforms), a chart's metadata from
+//! its config (Chart.yaml as JSON: untrusted text, escaped where it is shown), and what is
+//! attached to each version (referrers by `subject`, and cosign's `sha256-<hex>.sig/.att/.sbom`
+//! tags). Serialised as it is for `Accept: application/json`.
+
+use serde::{Deserialize, Serialize};
+
+use chartreg_core::content::{Kind, Manifest, Registry, Repository};
+use chartreg_core::oci::layout::ImageManifest;
+use chartreg_core::oci::media_type::{HELM_CHART, HELM_PROVENANCE};
+use chartreg_core::oci::{Digest, Reference};
+
+use crate::versions::newest_first;
+
+/// Everything the registry holds, for people.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overview {
+    pub repositories: Vec<RepositoryView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RepositoryView {
+    pub name: String,
+    /// What its newest version is (`chart`, `image`, ...).
+    pub kind: Kind,
+    pub versions: Vec<VersionView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionView {
+    pub tag: String,
+    pub digest: String,
+    /// Bytes a pull downloads.
+    pub size: u64,
+    pub kind: Kind,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chart: Option<ChartView>,
+    /// Signatures, attestations and SBOMs attached to it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attached: Vec<Attached>,
+}
+
+/// The parts of a chart's metadata the pages show.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChartView {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maintainers: Vec<Maintainer>,
+    /// Whether a provenance file (`.prov`) is attached.
+    #[serde(default)]
+    pub signed: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Maintainer {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Attached {
+    pub digest: String,
+    pub kind: Kind,
+    /// The tag it has (cosign's tag schema), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
+}
+
+/// A chart version's stored parts: its metadata (as JSON) and its package and provenance.
+pub struct ChartParts<'a> {
+    pub metadata: serde_json::Value,
+    pub package: &'a chartreg_core::content::Blob,
+    pub provenance: Option<&'a chartreg_core::content::Blob>,
+    /// `org.opencontainers.image.created`, as `helm push` (and pack) write it.
+    pub created: Option<String>,
+}
+
+/// The stored parts of the chart `manifest` in `repository`, if it is a chart.
+pub fn chart_parts<'a>(repository: &'a Repository, manifest: &Manifest) -> Option<ChartParts<'a>> {
+    let m: ImageManifest = serde_json::from_slice(&manifest.data).ok()?;
+    let config = repository.blob(&m.config.digest).ok()?;
+    let metadata: serde_json::Value = serde_json::from_slice(&config.data).ok()?;
+    let layer = |media_type: &str| {
+        m.layers
+            .iter()
+            .find(|l| l.media_type == media_type)
+            .and_then(|l| repository.blob(&l.digest).ok())
+    };
+    Some(ChartParts {
+        metadata,
+        package: layer(HELM_CHART)?,
+        provenance: layer(HELM_PROVENANCE),
+        created: m
+            .annotations
+            .get("org.opencontainers.image.created")
+            .cloned(),
+    })
+}
+
+/// The cosign tag-schema subject of a tag: `sha256-<hex>.sig` -> `sha256:<hex>`.
+fn tag_subject(tag: &str) -> Option<Digest> {
+    let rest = tag.strip_prefix("sha256-")?;
+    let (hex, suffix) = rest.split_once('.')?;
+    matches!(suffix, "sig" | "att" | "sbom")
+        .then(|| format!("sha256:{hex}").parse().ok())
+        .flatten()
+}
+
+fn is_attachment(kind: Kind) -> bool {
+    matches!(kind, Kind::Signature | Kind::Sbom | Kind::Attestation)
+}
+
+impl Overview {
+    pub fn of(registry: &Registry) -> Overview {
+        Overview {
+            repositories: registry.repositories().map(repository_view).collect(),
+        }
+    }
+}
+
+fn repository_view(repository: &Repository) -> RepositoryView {
+    let manifest_of =
+        |digest: &Digest| repository.manifest(&Reference::Digest(digest.clone())).ok();
+    // Tags that attach to another version (cosign's schema) are shown with it.
+    let mut tagged_attachments: Vec<(Digest, Attached)> = Vec::new();
+    let mut versions = Vec::new();
+    for tag in repository.tags() {
+        let Some(digest) = repository.tag_digest(tag) else {
+            continue;
+        };
+        let Some(manifest) = manifest_of(digest) else {
+            continue;
+        };
+        let artifact = repository.artifact(manifest, Some(tag));
+        if let Some(subject) = tag_subject(tag)
+            && is_attachment(artifact.kind)
+            && manifest_of(&subject).is_some()
+        {
+            tagged_attachments.push((
+                subject,
+                Attached {
+                    digest: digest.to_string(),
+                    kind: artifact.kind,
+                    tag: Some(tag.to_owned()),
+                    artifact_type: artifact.artifact_type,
+                },
+            ));
+            continue;
+        }
+        let chart = (artifact.kind == Kind::Chart)
+            .then(|| chart_parts(repository, manifest))
+            .flatten()
+            .map(|parts| {
+                let mut view: ChartView =
+                    serde_json::from_value(parts.metadata).unwrap_or_default();
+                view.signed = parts.provenance.is_some();
+                view
+            });
+        let attached = repository
+            .referrers(digest, None)
+            .filter_map(|d| {
+                let referrer = manifest_of(&d.digest)?;
+                let a = repository.artifact(referrer, None);
+                Some(Attached {
+                    digest: d.digest.to_string(),
+                    kind: a.kind,
+                    tag: None,
+                    artifact_type: a.artifact_type,
+                })
+            })
+            .collect();
+        versions.push(VersionView {
+            tag: tag.to_owned(),
+            digest: digest.to_string(),
+            size: repository.pull_size(digest),
+            kind: artifact.kind,
+            platforms: artifact.platforms,
+            chart,
+            attached,
+        });
+    }
+    for (subject, attached) in tagged_attachments {
+        let subject = subject.to_string();
+        if let Some(version) = versions.iter_mut().find(|v| v.digest == subject) {
+            version.attached.push(attached);
+        }
+    }
+    versions.sort_by(|a, b| newest_first(&a.tag, &b.tag));
+    RepositoryView {
+        name: repository.name().to_owned(),
+        kind: versions.first().map_or(Kind::Other, |v| v.kind),
+        versions,
+    }
+}

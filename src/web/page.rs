@@ -1,0 +1,291 @@
+//! The HTML pages, rendered once with maud (compile-time checked templates; every text
+//! HTML-escaped) into [`Pieces`]: the page's bytes cut where the host the browser used goes,
+//! so a request only joins them. Chart metadata is untrusted input: it is shown as text,
+//! never as markup, and control characters are dropped from it first (they could never be
+//! shown, and they would be confused with the cut marks).
+
+use bytes::{Bytes, BytesMut};
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+
+use super::model::{Overview, RepositoryView, VersionView};
+use chartreg_core::content::Kind;
+
+/// Cut marks: a control character no text reaches the page with (see [`clean`]).
+const MARK: char = '\u{1}';
+const HOST: &str = "\u{1}host\u{1}";
+const SCHEME: &str = "\u{1}scheme\u{1}";
+const PLAIN_HTTP: &str = "\u{1}plain-http\u{1}";
+
+/// Where a page's host-dependent text goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Host,
+    Scheme,
+    /// ` --plain-http` when the page was asked for over plain HTTP.
+    PlainHttp,
+}
+
+/// A rendered page: text, and slots for what each request says.
+#[derive(Debug, Clone, Default)]
+pub struct Pieces(Vec<Result<Bytes, Slot>>);
+
+/// What a request fills the slots with.
+pub struct Origin<'a> {
+    /// The `Host` the request used, as text (escaped here).
+    pub host: &'a str,
+    pub https: bool,
+}
+
+impl Pieces {
+    fn cut(page: String) -> Pieces {
+        let mut pieces = Vec::new();
+        for (i, part) in page.split(MARK).enumerate() {
+            if i % 2 == 0 {
+                pieces.push(Ok(Bytes::from(part.to_owned())));
+            } else {
+                pieces.push(Err(match part {
+                    "host" => Slot::Host,
+                    "scheme" => Slot::Scheme,
+                    _ => Slot::PlainHttp,
+                }));
+            }
+        }
+        Pieces(pieces)
+    }
+
+    /// The page for a request from `origin`.
+    pub fn join(&self, origin: &Origin<'_>) -> Bytes {
+        let host = html! { (clean(origin.host)) }.into_string();
+        let mut out = BytesMut::new();
+        for piece in &self.0 {
+            match piece {
+                Ok(text) => out.extend_from_slice(text),
+                Err(Slot::Host) => out.extend_from_slice(host.as_bytes()),
+                Err(Slot::Scheme) => {
+                    out.extend_from_slice(if origin.https { b"https" } else { b"http" })
+                }
+                Err(Slot::PlainHttp) if !origin.https => out.extend_from_slice(b" --plain-http"),
+                Err(Slot::PlainHttp) => {}
+            }
+        }
+        out.freeze()
+    }
+}
+
+/// Untrusted text without control characters (newlines and tabs kept).
+fn clean(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .collect()
+}
+
+/// The stylesheet, served at `/ui/style.css` (the pages' CSP allows only styles from here).
+pub const STYLE: &str = "\
+body{font-family:system-ui,sans-serif;margin:0;color:#1d2733;background:#f6f8fa}\
+header{background:#0f3d5e;color:#fff;padding:1rem 2rem}header h1{margin:0;font-size:1.6rem}\
+header a{color:#fff;text-decoration:none}header p{margin:.3rem 0 0;opacity:.85}\
+main{padding:1rem 2rem;max-width:72rem}\
+section{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:.8rem 1.2rem;margin:1rem 0}\
+h2{font-size:1.2rem;margin:.2rem 0 .6rem}h2 a{color:#0f3d5e}\
+.kind{font-size:.75rem;background:#e7eef5;border-radius:4px;padding:.1rem .4rem;margin-left:.5rem;vertical-align:middle}\
+pre{background:#f0f3f6;padding:.5rem .8rem;border-radius:4px;overflow-x:auto;margin:.3rem 0}\
+table{border-collapse:collapse;width:100%;font-size:.9rem}\
+td,th{text-align:left;padding:.25rem .6rem .25rem 0;border-bottom:1px solid #eef1f4;vertical-align:top}\
+code{font-family:ui-monospace,monospace;font-size:.85rem}.digest{color:#57606a}\
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.4rem 0}dt{color:#57606a}dd{margin:0}";
+
+fn human(size: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if size < 1024 {
+        return format!("{size} B");
+    }
+    let mut value = size as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+fn short(digest: &str) -> &str {
+    digest.get(..19).unwrap_or(digest)
+}
+
+fn page(title: &str, summary: Markup, body: Markup) -> Pieces {
+    let markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (clean(title)) }
+                link rel="stylesheet" href="/ui/style.css";
+            }
+            body {
+                header {
+                    h1 { a href="/" { "chartreg" } }
+                    p { (summary) }
+                }
+                main { (body) }
+            }
+        }
+    };
+    Pieces::cut(markup.into_string())
+}
+
+/// The commands that fetch `version` of `repository`, with the request's host.
+fn commands(repository: &RepositoryView, version: &VersionView) -> Markup {
+    let name = clean(&repository.name);
+    let tag = clean(&version.tag);
+    let short_name = name.rsplit('/').next().unwrap_or(&name).to_owned();
+    let host = PreEscaped(HOST);
+    let plain = PreEscaped(PLAIN_HTTP);
+    html! {
+        @if version.kind == Kind::Chart {
+            @let chart_version = version.chart.as_ref().map_or(tag.clone(), |c| clean(&c.version));
+            pre { code { "helm install " (short_name) " oci://" (host) "/" (name) " --version " (chart_version) (plain) } }
+            pre { code { "helm pull oci://" (host) "/" (name) " --version " (chart_version) (plain) } }
+        } @else {
+            pre { code { "skopeo inspect docker://" (host) "/" (name) ":" (tag) } }
+        }
+    }
+}
+
+/// The version the overview's commands name: the newest without a prerelease part (what
+/// Helm takes as "latest"), else the newest.
+fn newest_stable(repository: &RepositoryView) -> Option<&VersionView> {
+    let stable = |v: &&VersionView| {
+        crate::versions::order(&v.tag.replace('_', "+")).is_some_and(|o| o.pre.is_empty())
+    };
+    repository
+        .versions
+        .iter()
+        .find(stable)
+        .or(repository.versions.first())
+}
+
+fn kind(kind: Kind) -> Markup {
+    html! { span.kind { (kind.label()) } }
+}
+
+/// `/`: every repository, its versions newest first, and how to get the newest.
+pub fn overview(overview: &Overview, prefixes: &[String]) -> Pieces {
+    let versions: usize = overview.repositories.iter().map(|r| r.versions.len()).sum();
+    let summary = html! {
+        (overview.repositories.len()) " repositories, " (versions) " versions, served from "
+        (PreEscaped(HOST))
+    };
+    let body = html! {
+        @if !prefixes.is_empty() {
+            section {
+                h2 { "Classic Helm repositories" }
+                p { "For tools that do not speak OCI (" code { "helm repo add" } ", " code { "helm search repo" } "):" }
+                @for prefix in prefixes {
+                    @let prefix = clean(prefix);
+                    pre { code { "helm repo add chartreg " (PreEscaped(SCHEME)) "://" (PreEscaped(HOST)) "/" (prefix) } }
+                }
+            }
+        }
+        @for repository in &overview.repositories {
+            section {
+                h2 {
+                    a href={ "/ui/" (clean(&repository.name)) } { (clean(&repository.name)) }
+                    (kind(repository.kind))
+                }
+                @if let Some(newest) = newest_stable(repository) {
+                    (commands(repository, newest))
+                }
+                table {
+                    tr { th { "version" } th { "kind" } th { "digest" } th { "size" } }
+                    @for v in &repository.versions {
+                        tr {
+                            td { code { (clean(&v.tag)) } }
+                            td { (v.kind.label()) }
+                            td.digest { code title=(v.digest) { (short(&v.digest)) } }
+                            td { (human(v.size)) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    page("chartreg", summary, body)
+}
+
+/// `/ui/<repository>`: each version's details.
+pub fn repository(repository: &RepositoryView) -> Pieces {
+    let name = clean(&repository.name);
+    let summary = html! { (name) ", " (repository.versions.len()) " versions, served from " (PreEscaped(HOST)) };
+    let body = html! {
+        @for v in &repository.versions {
+            section {
+                h2 { code { (clean(&v.tag)) } (kind(v.kind)) }
+                (commands(repository, v))
+                dl {
+                    dt { "digest" } dd { code { (v.digest) } }
+                    dt { "size" } dd { (human(v.size)) " (" (v.size) " bytes)" }
+                    @if !v.platforms.is_empty() {
+                        dt { "platforms" } dd { (clean(&v.platforms.join(", "))) }
+                    }
+                    @if let Some(chart) = &v.chart {
+                        @if let Some(d) = &chart.description { dt { "description" } dd { (clean(d)) } }
+                        @if let Some(a) = &chart.app_version { dt { "appVersion" } dd { (clean(a)) } }
+                        @if let Some(h) = &chart.home { dt { "home" } dd { (clean(h)) } }
+                        @if !chart.sources.is_empty() {
+                            dt { "sources" } dd { @for s in &chart.sources { (clean(s)) br; } }
+                        }
+                        @if !chart.maintainers.is_empty() {
+                            dt { "maintainers" }
+                            dd {
+                                @for m in &chart.maintainers {
+                                    (clean(&m.name))
+                                    @if let Some(e) = &m.email { " <" (clean(e)) ">" }
+                                    @if let Some(u) = &m.url { " " (clean(u)) }
+                                    br;
+                                }
+                            }
+                        }
+                        dt { "provenance" } dd { @if chart.signed { "signed (.prov)" } @else { "none" } }
+                    }
+                    @for a in &v.attached {
+                        dt { (a.kind.label()) }
+                        dd {
+                            code { (a.digest) }
+                            @if let Some(t) = &a.tag { " tag " code { (clean(t)) } }
+                            @if let Some(t) = &a.artifact_type { " " (clean(t)) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    page(&format!("{name} - chartreg"), summary, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_take_the_escaped_host_and_the_scheme() {
+        let pieces = Pieces::cut(format!("a{HOST}b{SCHEME}c{PLAIN_HTTP}d"));
+        let plain = pieces.join(&Origin {
+            host: "<x>:5000",
+            https: false,
+        });
+        assert_eq!(plain, "a&lt;x&gt;:5000bhttpc --plain-httpd");
+        let tls = pieces.join(&Origin {
+            host: "h\u{1}ost",
+            https: true,
+        });
+        assert_eq!(tls, "ahostbhttpscd");
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(5894), "5.8 KiB");
+        assert_eq!(human(32 * 1024 * 1024), "32.0 MiB");
+    }
+}

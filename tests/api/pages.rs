@@ -1,0 +1,287 @@
+//! The pages for people and the classic Helm repository, in-process: content types, the
+//! Content-Security-Policy, `Vary: Accept` and JSON, the host spliced in escaped, the index
+//! as `helm repo index` writes it, packages as the chart layers' bytes, ETags and 304s, and
+//! hostile chart metadata shown as text.
+
+use super::*;
+
+const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+fn text(r: &Reply) -> String {
+    String::from_utf8(r.body.to_vec()).expect("UTF-8")
+}
+
+#[actix_web::test]
+async fn the_overview_lists_every_repository_and_version_with_commands() {
+    let r = call(
+        common::assets_registry(),
+        Method::GET,
+        "/",
+        &[("Host", "regist.ry:5000")],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("content-security-policy"), Some(CSP));
+    assert_eq!(r.header("vary"), Some("Accept"));
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    let html = text(&r);
+    assert!(!html.contains("<script"), "no scripts: {html}");
+    for repository in common::assets_registry().repositories() {
+        assert!(
+            html.contains(&format!("href=\"/ui/{}\"", repository.name())),
+            "{}",
+            repository.name()
+        );
+        // cosign's tag-schema signatures are shown with what they sign, on its page.
+        for tag in repository
+            .tags()
+            .into_iter()
+            .filter(|t| !t.starts_with("sha256-"))
+        {
+            assert!(
+                html.contains(&format!("<code>{tag}</code>")),
+                "{}:{tag}",
+                repository.name()
+            );
+        }
+    }
+    assert!(
+        html.contains(
+            "helm pull oci://regist.ry:5000/charts/hello --version 1.0.1+build.7 --plain-http"
+        ),
+        "the newest stable version, with the request's host: {html}"
+    );
+    assert!(
+        html.contains("helm repo add chartreg http://regist.ry:5000/charts"),
+        "{html}"
+    );
+    // Newest first.
+    let hello = html.split("href=\"/ui/charts/hello\"").nth(1).unwrap();
+    let hello = hello.split("<section").next().unwrap();
+    let at = |tag: &str| hello.find(&format!("<code>{tag}</code>")).expect(tag);
+    assert!(at("1.1.0-rc.1") < at("1.0.0") && at("1.0.0") < at("0.1.0"));
+}
+
+#[actix_web::test]
+async fn the_host_is_text_and_never_markup() {
+    let r = call(
+        common::assets_registry(),
+        Method::GET,
+        "/",
+        &[("Host", "<script>x</script>")],
+    )
+    .await;
+    let html = text(&r);
+    assert!(!html.contains("<script>"), "{html}");
+    assert!(html.contains("&lt;script&gt;x&lt;/script&gt;"), "{html}");
+}
+
+#[actix_web::test]
+async fn json_is_the_same_information() {
+    let r = call(
+        common::assets_registry(),
+        Method::GET,
+        "/",
+        &[("Accept", "application/json")],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("vary"), Some("Accept"));
+    let v = r.json();
+    let hello = v["repositories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == HELLO)
+        .expect("hello");
+    assert_eq!(hello["kind"], "chart");
+    let tags: Vec<&str> = hello["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tags,
+        ["1.1.0-rc.1", "1.0.1_build.7", "1.0.0", "0.2.0", "0.1.0"]
+    );
+    let d = tagged(HELLO, "1.0.0");
+    let v100 = &hello["versions"][2];
+    assert_eq!(v100["digest"], d.digest.as_str());
+    assert_eq!(v100["chart"]["version"], "1.0.0");
+
+    let r = call(
+        common::assets_registry(),
+        Method::GET,
+        "/ui/images/sample",
+        &[("Accept", "application/json")],
+    )
+    .await;
+    let v = r.json();
+    assert_eq!(v["name"], "images/sample");
+    let v1 = v["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["tag"] == "v1")
+        .expect("v1");
+    assert_eq!(v1["kind"], "image-index");
+    assert!(v1["platforms"].as_array().unwrap().len() >= 2, "{v1}");
+    let kinds: Vec<&str> = v1["attached"]
+        .as_array()
+        .expect("attached")
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"signature") && kinds.contains(&"sbom"),
+        "{kinds:?}"
+    );
+}
+
+#[actix_web::test]
+async fn a_repository_page_shows_each_versions_details() {
+    let r = get("/ui/charts/motd").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-security-policy"), Some(CSP));
+    let html = text(&r);
+    let d = tagged("charts/motd", "1.0.0");
+    assert!(html.contains(d.digest.as_str()), "{html}");
+    assert!(html.contains("A message of the day"), "{html}");
+    assert!(html.contains("signed (.prov)"), "{html}");
+    assert!(html.contains("Chartreg Maintainers"), "{html}");
+    let sample = text(&get("/ui/images/sample").await);
+    for tag in common::assets_registry()
+        .repositories()
+        .find(|r| r.name() == "images/sample")
+        .unwrap()
+        .tags()
+    {
+        assert!(
+            sample.contains(&format!("<code>{tag}</code>")),
+            "images/sample:{tag}"
+        );
+    }
+    let style = get("/ui/style.css").await;
+    assert_eq!(style.status, StatusCode::OK);
+    assert_eq!(
+        style.header("content-type"),
+        Some("text/css; charset=utf-8")
+    );
+    assert!(text(&style).contains("body{"));
+}
+
+/// A chart whose metadata is hostile markup, packed from a folder.
+fn hostile_registry() -> Registry {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = common::chart_folder(dir.path(), "evil", "1.0.0");
+    std::fs::write(
+        folder.join("Chart.yaml"),
+        "apiVersion: v2\nname: evil\nversion: 1.0.0\ndescription: \"<script>alert('x')</script> & <b>bold</b>\"\nhome: \"javascript:alert(1)\"\nmaintainers:\n  - name: \"<img src=x onerror=alert(1)>\"\n",
+    )
+    .unwrap();
+    common::packed(&[folder.to_str().unwrap()]).1
+}
+
+#[actix_web::test]
+async fn hostile_chart_metadata_is_shown_as_text() {
+    for uri in ["/", "/ui/charts/evil"] {
+        let r = call(hostile_registry(), Method::GET, uri, &[]).await;
+        let html = text(&r);
+        assert!(!html.contains("<script"), "{uri}: {html}");
+        assert!(!html.contains("<img"), "{uri}: {html}");
+        assert!(!html.contains("<b>"), "{uri}: {html}");
+        if uri != "/" {
+            assert!(
+                html.contains(
+                    "&lt;script&gt;alert('x')&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;"
+                ),
+                "{html}"
+            );
+            assert!(!html.contains("href=\"javascript"), "{html}");
+        }
+    }
+}
+
+#[actix_web::test]
+async fn the_classic_index_is_what_helm_repo_index_writes() {
+    let r = get("/charts/index.yaml").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), Some("application/yaml"));
+    let etag = r.header("etag").expect("an ETag").to_owned();
+    assert_eq!(etag, format!("\"{}\"", common::sha256(&r.body)));
+    let index: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&r.body).unwrap();
+    assert_eq!(index["apiVersion"], "v1");
+    let hello = index["entries"]["hello"]
+        .as_sequence()
+        .expect("hello entries");
+    let versions: Vec<&str> = hello
+        .iter()
+        .map(|e| e["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        versions,
+        ["1.1.0-rc.1", "1.0.1+build.7", "1.0.0", "0.2.0", "0.1.0"]
+    );
+    for entry in hello {
+        let version = entry["version"].as_str().unwrap();
+        let file = format!("hello-{version}.tgz");
+        assert_eq!(entry["urls"][0].as_str(), Some(file.as_str()));
+        let package = common::read(&common::root().join("charts").join(&file));
+        assert_eq!(
+            entry["digest"].as_str().map(|d| format!("sha256:{d}")),
+            Some(common::sha256(&package))
+        );
+        assert!(entry["created"].as_str().is_some());
+        let served = get(&format!("/charts/{file}")).await;
+        assert_eq!(served.status, StatusCode::OK);
+        assert_eq!(served.header("content-type"), Some("application/gzip"));
+        assert!(served.body == package, "{file} is the package's bytes");
+    }
+    assert!(
+        index["entries"].get("sample").is_none(),
+        "only charts are listed"
+    );
+    let generated = index["generated"].as_str().unwrap();
+    assert!(
+        hello
+            .iter()
+            .all(|e| e["created"].as_str().unwrap() <= generated)
+    );
+
+    let prov = get("/charts/motd-1.0.0.tgz.prov").await;
+    assert_eq!(prov.status, StatusCode::OK);
+    assert!(prov.body == common::read(&common::root().join("charts/motd-1.0.0.tgz.prov")));
+    assert_eq!(
+        get("/charts/hello-1.0.0.tgz.prov").await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    let again = call(
+        common::assets_registry(),
+        Method::GET,
+        "/charts/index.yaml",
+        &[("If-None-Match", &etag)],
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    assert!(again.body.is_empty());
+    let head = call(
+        common::assets_registry(),
+        Method::HEAD,
+        "/charts/index.yaml",
+        &[],
+    )
+    .await;
+    assert_eq!(head.status, StatusCode::OK);
+    let post = call(
+        common::assets_registry(),
+        Method::POST,
+        "/charts/index.yaml",
+        &[],
+    )
+    .await;
+    post.assert_error(StatusCode::NOT_FOUND, "UNSUPPORTED");
+}

@@ -1,0 +1,40 @@
+//! A private CA and a server certificate it signed for 127.0.0.1 (rcgen), for tests that
+//! serve or reach HTTPS on loopback with `--ca-file`.
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+pub struct LoopbackCert {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub cert_der: Vec<u8>,
+    pub key_der: Vec<u8>,
+}
+
+impl LoopbackCert {
+    pub fn new(ca_name: &str) -> LoopbackCert {
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+        ca.distinguished_name.push(DnType::CommonName, ca_name);
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_key = KeyPair::generate().expect("CA key");
+        let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
+        let issuer = Issuer::new(ca, ca_key);
+        let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("leaf");
+        leaf.distinguished_name
+            .push(DnType::CommonName, "127.0.0.1");
+        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let key = KeyPair::generate().expect("leaf key");
+        let cert = leaf.signed_by(&key, &issuer).expect("leaf certificate");
+        LoopbackCert {
+            ca_pem: ca_cert.pem(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            cert_der: cert.der().to_vec(),
+            key_der: key.serialize_der(),
+        }
+    }
+}
