@@ -61,10 +61,13 @@ fn versions(repository: &Repository) -> Vec<String> {
         }
         let version = serde_json::from_slice::<serde_json::Value>(&manifest.data)
             .ok()
-            .and_then(|m| m["config"]["digest"].as_str().map(str::to_owned))
+            .and_then(|m| {
+                let digest = m.get("config")?.get("digest")?;
+                digest.as_str().map(str::to_owned)
+            })
             .and_then(|d| repository.blob(&d.parse().ok()?).ok())
             .and_then(|config| serde_json::from_slice::<serde_json::Value>(&config.data).ok())
-            .and_then(|c| c["version"].as_str().map(str::to_owned));
+            .and_then(|c| c.get("version")?.as_str().map(str::to_owned));
         if let Some(version) = version {
             found.push(version);
         }

@@ -18,6 +18,17 @@
 //! No `unsafe` code is written here (`#![forbid(unsafe_code)]`); the one `unsafe` in the
 //! binary comes from include-blob's macro expansion (see `main.rs`).
 #![forbid(unsafe_code)]
+// Nothing a request or the content can reach may panic: no unwrap, expect, panic or
+// unchecked indexing outside tests.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 pub mod addons;
 pub mod cli;

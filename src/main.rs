@@ -13,6 +13,17 @@
 //! declared `unsafe`; their bytes are the files build.rs linked in, with the sha256 it wrote
 //! beside them (checked at start-up like every other file).
 #![forbid(unsafe_code)]
+// Nothing a request or the content can reach may panic: no unwrap, expect, panic or
+// unchecked indexing outside tests.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 use std::borrow::Cow;
 use std::process::ExitCode;

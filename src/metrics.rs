@@ -56,7 +56,9 @@ impl Histogram {
             .iter()
             .position(|b| seconds <= *b)
             .unwrap_or(BUCKETS.len());
-        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        if let Some(counter) = self.buckets.get(bucket) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
         let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
@@ -142,8 +144,8 @@ impl Metrics {
         for (r, route) in self.routes.iter().enumerate() {
             for (m, method) in METHODS.iter().enumerate() {
                 for (s, status) in STATUSES.iter().enumerate() {
-                    let n = self.requests[(r * METHODS.len() + m) * STATUSES.len() + s]
-                        .load(Ordering::Relaxed);
+                    let at = (r * METHODS.len() + m) * STATUSES.len() + s;
+                    let n = self.requests.get(at).map_or(0, |c| c.load(Ordering::Relaxed));
                     if n > 0 {
                         let status = if *status == 0 {
                             "other".to_owned()
@@ -164,7 +166,7 @@ impl Metrics {
         )?;
         writeln!(out, "# TYPE chartreg_http_response_bytes_total counter")?;
         for (r, route) in self.routes.iter().enumerate() {
-            let n = self.bytes[r].load(Ordering::Relaxed);
+            let n = self.bytes.get(r).map_or(0, |c| c.load(Ordering::Relaxed));
             writeln!(
                 out,
                 "chartreg_http_response_bytes_total{{route=\"{route}\"}} {n}"
@@ -179,16 +181,19 @@ impl Metrics {
             "# TYPE chartreg_http_request_duration_seconds histogram"
         )?;
         for (r, route) in self.routes.iter().enumerate() {
-            let h = &self.durations[r];
+            let Some(h) = self.durations.get(r) else {
+                continue;
+            };
+            let count = |b: usize| h.buckets.get(b).map_or(0, |c| c.load(Ordering::Relaxed));
             let mut cumulative = 0;
             for (b, bound) in BUCKETS.iter().enumerate() {
-                cumulative += h.buckets[b].load(Ordering::Relaxed);
+                cumulative += count(b);
                 writeln!(
                     out,
                     "chartreg_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {cumulative}"
                 )?;
             }
-            cumulative += h.buckets[BUCKETS.len()].load(Ordering::Relaxed);
+            cumulative += count(BUCKETS.len());
             writeln!(
                 out,
                 "chartreg_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {cumulative}"

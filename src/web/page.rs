@@ -105,7 +105,7 @@ fn human(size: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    format!("{value:.1} {}", UNITS[unit])
+    format!("{value:.1} {}", UNITS.get(unit).unwrap_or(&"TiB"))
 }
 
 fn short(digest: &str) -> &str {

@@ -58,11 +58,13 @@ impl Listing {
     }
 
     /// The names, in order.
+    #[inline]
     pub fn names(&self) -> &[String] {
         &self.names
     }
 
     /// The document listing the names in `range` (the whole one is shared, not copied).
+    #[inline]
     pub fn page(&self, range: Range<usize>) -> Bytes {
         if range == (0..self.names.len()) {
             return self.json.clone();
@@ -76,12 +78,13 @@ impl Listing {
             range.end.checked_sub(1).and_then(|e| self.spans.get(e)),
         ) {
             (Some(first), Some(last)) if range.start < range.end => {
-                &self.json[first.start..last.end]
+                self.json.get(first.start..last.end).unwrap_or_default()
             }
             _ => &b""[..],
         };
-        let mut out = BytesMut::with_capacity(self.head + body.len() + 2);
-        out.put_slice(&self.json[..self.head]);
+        let head = self.json.get(..self.head).unwrap_or_default();
+        let mut out = BytesMut::with_capacity(head.len() + body.len() + 2);
+        out.put_slice(head);
         out.put_slice(body);
         out.put_slice(b"]}");
         out.freeze()

@@ -157,6 +157,7 @@ impl Repository {
     /// The manifest a tag points at, or the manifest with a digest. A tag that does not exist
     /// names the tag with its `v` prefix toggled, when that one does (`v0.14.5` finds
     /// `0.14.5`, `1.0.0` finds `v1.0.0`): people write versions both ways.
+    #[inline]
     pub fn manifest(&self, reference: &Reference) -> Result<&Manifest, Error> {
         let hash = match reference {
             Reference::Tag(tag) => self.tag_hash(tag.as_str()),
@@ -170,6 +171,7 @@ impl Repository {
     }
 
     /// A blob referenced by one of this repository's manifests.
+    #[inline]
     pub fn blob(&self, digest: &Digest) -> Result<&Blob, Error> {
         let found = digest.sha256().and_then(|hash| self.blobs.get(&hash));
         found.ok_or_else(|| Error::BlobUnknown {
@@ -178,6 +180,7 @@ impl Repository {
         })
     }
 
+    #[inline]
     fn tag_hash(&self, tag: &str) -> Option<[u8; 32]> {
         if let Some(hash) = self.tags.get(tag).or_else(|| self.unprefixed.get(tag)) {
             return Some(*hash);
@@ -196,6 +199,7 @@ impl Repository {
     }
 
     /// The tags list (`{"name":…,"tags":[…]}`), ready to be paged.
+    #[inline]
     pub fn tag_list(&self) -> &Listing {
         &self.tag_list
     }
@@ -374,6 +378,7 @@ impl Registry {
         facts::read(facts, files)
     }
 
+    #[inline]
     pub fn repository(&self, name: &RepositoryName) -> Result<&Repository, Error> {
         self.repositories
             .get(name.as_str())
@@ -381,6 +386,7 @@ impl Registry {
     }
 
     /// Every repository name, sorted by byte order, ready to be paged.
+    #[inline]
     pub fn catalog(&self) -> &Listing {
         &self.catalog
     }

@@ -50,24 +50,29 @@ impl Digest {
         }
     }
 
+    #[inline]
     pub fn algorithm(&self) -> &str {
         self.as_str().split_once(':').map_or("", |(a, _)| a)
     }
 
+    #[inline]
     pub fn encoded(&self) -> &str {
         self.as_str().split_once(':').map_or("", |(_, e)| e)
     }
 
+    #[inline]
     pub fn as_str(&self) -> &str {
         &self.text
     }
 
     /// The hash of a sha256 digest.
+    #[inline]
     pub fn sha256(&self) -> Option<[u8; 32]> {
         self.sha256
     }
 
     /// The digest text as shared bytes (no copy).
+    #[inline]
     pub fn to_bytes(&self) -> Bytes {
         self.text.as_bytes().clone()
     }
@@ -170,6 +175,7 @@ impl Digest {
 impl FromStr for Digest {
     type Err = DigestError;
 
+    #[inline]
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let sha256 = validate(s)?;
         Ok(Digest {

@@ -26,11 +26,11 @@ impl Formatter for GoFormatter {
                 '\u{2029}' => "\\u2029",
                 _ => continue,
             };
-            writer.write_all(&fragment.as_bytes()[start..i])?;
+            writer.write_all(fragment.get(start..i).unwrap_or_default().as_bytes())?;
             writer.write_all(escaped.as_bytes())?;
             start = i + c.len_utf8();
         }
-        writer.write_all(&fragment.as_bytes()[start..])
+        writer.write_all(fragment.get(start..).unwrap_or_default().as_bytes())
     }
 
     fn write_char_escape<W: ?Sized + Write>(
@@ -45,10 +45,11 @@ impl Formatter for GoFormatter {
 /// Serialises `value` as Go's `json.Marshal` would.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
-    value
-        .serialize(&mut Serializer::with_formatter(&mut out, GoFormatter))
-        .expect("writing into a Vec cannot fail, and OCI documents have only string map keys");
-    out
+    // Writing into a Vec cannot fail, and OCI documents have only string map keys.
+    match value.serialize(&mut Serializer::with_formatter(&mut out, GoFormatter)) {
+        Ok(()) => out,
+        Err(_) => Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ impl FromStr for Reference {
     type Err = ReferenceError;
 
     /// A reference holding `:` can only be a digest (`:` is not a tag character).
+    #[inline]
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s.contains(':') {
             Ok(Reference::Digest(s.parse()?))

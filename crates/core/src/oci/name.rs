@@ -33,6 +33,7 @@ pub enum NameError {
 }
 
 impl RepositoryName {
+    #[inline]
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -45,7 +46,8 @@ fn check_component(name: &str, component: &str) -> Result<(), NameError> {
     }
     let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     let bytes = component.as_bytes();
-    if !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {
+    let edges = (bytes.first(), bytes.last());
+    if !matches!(edges, (Some(&a), Some(&b)) if alnum(a) && alnum(b)) {
         return Err(NameError::BadEdge(name.to_owned()));
     }
     for separator in component.split(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()) {
@@ -112,6 +114,7 @@ fn explain(s: &str) -> Result<(), NameError> {
 impl FromStr for RepositoryName {
     type Err = NameError;
 
+    #[inline]
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if !follows_grammar(s.as_bytes()) {
             explain(s)?;

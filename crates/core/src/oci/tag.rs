@@ -23,6 +23,7 @@ pub enum TagError {
 }
 
 impl Tag {
+    #[inline]
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -31,6 +32,7 @@ impl Tag {
 impl FromStr for Tag {
     type Err = TagError;
 
+    #[inline]
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let mut chars = s.chars();
         let first = chars.next().ok_or(TagError::Empty)?;
