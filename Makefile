@@ -78,3 +78,10 @@ clean:
 .PHONY: bench
 bench:
 	bench/run.sh
+
+# Every fuzz target for FUZZ_SECONDS (default 60) each, on the stable toolchain (cargo-fuzz -s
+# none; installed if missing); minimises the committed corpus in fuzz/corpus/, which `cargo
+# test` replays (scripts/fuzz.sh).
+.PHONY: fuzz
+fuzz:
+	scripts/fuzz.sh

@@ -145,7 +145,10 @@ impl Metrics {
             for (m, method) in METHODS.iter().enumerate() {
                 for (s, status) in STATUSES.iter().enumerate() {
                     let at = (r * METHODS.len() + m) * STATUSES.len() + s;
-                    let n = self.requests.get(at).map_or(0, |c| c.load(Ordering::Relaxed));
+                    let n = self
+                        .requests
+                        .get(at)
+                        .map_or(0, |c| c.load(Ordering::Relaxed));
                     if n > 0 {
                         let status = if *status == 0 {
                             "other".to_owned()

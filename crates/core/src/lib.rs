@@ -29,7 +29,6 @@
     )
 )]
 
-
 pub mod content;
 pub mod oci;
 pub mod tree;
