@@ -38,6 +38,17 @@ impl Process {
         self.log.lock().unwrap().clone()
     }
 
+    /// A line of the process's `/proc/PID/status` (`VmRSS`, `RssAnon`, ...), in KiB.
+    pub fn status_kib(&self, key: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("read /proc/PID/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}:")))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("{key} in /proc/PID/status"))
+    }
+
     /// Sends the process a signal (`"TERM"`, `"INT"`) with kill(1).
     pub fn signal(&self, name: &str) {
         let sent = Command::new("kill")

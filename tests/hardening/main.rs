@@ -8,6 +8,7 @@
 mod common;
 
 mod corpus;
+mod load;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
