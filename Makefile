@@ -87,7 +87,8 @@ fuzz:
 	scripts/fuzz.sh
 
 # The hardening tests at full size (CHARTREG_STRESS=10: 200,000 requests, 1,000 idle
-# connections, 20,000 connections and 2,000 TLS handshakes of churn); prints the figures that
+# connections, 20,000 connections and 2,000 TLS handshakes of churn, 4,100 slow clients, 1,000
+# stalled TLS handshakes); prints the figures that
 # RELIABILITY.md records. `make test` runs them at a tenth.
 .PHONY: stress
 stress:

@@ -16,7 +16,7 @@ use super::common::{self, LoopbackCert, Process};
 use chartreg_core::oci::Reference;
 use chartreg_core::oci::layout::ImageManifest;
 
-fn scale() -> usize {
+pub fn scale() -> usize {
     std::env::var("CHARTREG_STRESS")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -9,6 +9,7 @@ mod common;
 
 mod corpus;
 mod load;
+mod slow;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

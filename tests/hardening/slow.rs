@@ -1,0 +1,133 @@
+//! Clients that hold connections without finishing anything: slow clients trickling a request
+//! head, and TLS clients that send garbage or stop in the middle of a handshake. A normal client
+//! must still be served, and the header timeout must cut the slow ones.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use super::common::{self, LoopbackCert, Process};
+use super::load::scale;
+
+fn normal_request(addr: std::net::SocketAddr) -> Option<Duration> {
+    let started = Instant::now();
+    let mut client = TcpStream::connect(addr).ok()?;
+    client
+        .write_all(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let mut buffer = [0u8; 1024];
+    let n = client.read(&mut buffer).ok()?;
+    String::from_utf8_lossy(&buffer[..n])
+        .starts_with("HTTP/1.1 200")
+        .then(|| started.elapsed())
+}
+
+#[test]
+fn slow_clients_are_cut_by_the_header_timeout_and_a_normal_client_gets_through() {
+    let server = Process::start_args(
+        &common::chartreg_bin(),
+        &["--request-header-timeout", "2s"],
+        &[("RUST_LOG", "warn")],
+    );
+    let count = 410 * scale();
+    let mut slow: Vec<TcpStream> = (0..count)
+        .map(|_| TcpStream::connect(server.addr).expect("connect"))
+        .collect();
+    let head = b"GET /v2/ HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    // Trickle a byte per connection every 100 ms for 3 s: longer than the header timeout.
+    let started = Instant::now();
+    let mut served_in = None;
+    let mut i = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        for stream in &mut slow {
+            let _ = stream.write_all(&[head[i % head.len()]]);
+        }
+        i += 1;
+        if served_in.is_none() {
+            served_in = normal_request(server.addr);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut cut = 0;
+    for stream in &mut slow {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .expect("timeout");
+        let mut rest = Vec::new();
+        if stream.read_to_end(&mut rest).is_ok() {
+            cut += 1;
+        }
+    }
+    eprintln!(
+        "slow: {count} clients trickling a request head; a normal request answered in {served_in:?}; {cut} cut by the 2 s header timeout"
+    );
+    assert!(
+        served_in.is_some(),
+        "a normal client was served beside {count} slow ones"
+    );
+    assert_eq!(cut, count, "every slow client was cut");
+    assert!(normal_request(server.addr).is_some(), "still serving");
+}
+
+#[test]
+fn tls_clients_that_send_garbage_or_stop_mid_handshake_hold_no_worker() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = LoopbackCert::new("chartreg slow TLS test CA");
+    let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert_file, &cert.cert_pem).expect("write");
+    std::fs::write(&key_file, &cert.key_pem).expect("write");
+    let server = Process::start_args(
+        &common::chartreg_bin(),
+        &[
+            "--tls-cert-file",
+            cert_file.to_str().expect("UTF-8"),
+            "--tls-private-key-file",
+            key_file.to_str().expect("UTF-8"),
+            "--workers",
+            "1",
+        ],
+        &[("RUST_LOG", "warn")],
+    );
+    // A ClientHello cut off after its record header, and garbage that is no TLS at all.
+    let partial_hello = [
+        0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+    ];
+    let count = 100 * scale();
+    let mut held = Vec::new();
+    for i in 0..count {
+        let mut stream = TcpStream::connect(server.addr).expect("connect");
+        let _ = if i % 2 == 0 {
+            stream.write_all(&partial_hello)
+        } else {
+            stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\x00\xff garbage")
+        };
+        held.push(stream);
+    }
+    // One worker: a normal TLS client is answered while every one of those is held open.
+    let ca = reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).expect("CA");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let started = Instant::now();
+    let status = runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .tls_certs_only([ca])
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("client");
+        client
+            .get(format!("{}/v2/", server.https_url()))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+    });
+    let took = started.elapsed();
+    eprintln!(
+        "tls: {count} connections with a cut-off ClientHello or garbage held open; a normal TLS request on one worker answered {status:?} in {took:?}"
+    );
+    assert_eq!(status.ok(), Some(200));
+    assert!(!server.log().contains("panicked"), "{}", server.log());
+    drop(held);
+}
