@@ -8,6 +8,7 @@
 mod common;
 
 mod corpus;
+mod http2;
 mod load;
 mod slow;
 
