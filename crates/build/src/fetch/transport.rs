@@ -210,17 +210,10 @@ impl Drop for Partial {
 
 /// The sha256 of a file already there, if it is (to skip downloading it again).
 pub fn existing_sha256(path: &Path) -> Option<[u8; 32]> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0; 1 << 20];
-    loop {
-        let n = std::io::Read::read(&mut file, &mut buffer).ok()?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(buffer.get(..n)?);
-    }
-    Some(hasher.finalize().into())
+    chartreg_core::tree::BlobFile::hash(path)
+        .ok()?
+        .digest
+        .sha256()
 }
 
 /// `hex` as 32 bytes, if it is a sha256 in hex (with or without `sha256:`).

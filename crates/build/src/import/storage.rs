@@ -17,8 +17,7 @@ use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 
 use chartreg_core::oci::{Digest, RepositoryName};
-use chartreg_core::tree::BlobFile;
-use sha2::{Digest as _, Sha256};
+use chartreg_core::tree::{BlobFile, Side, copy_hashing};
 
 use super::ImportError;
 
@@ -263,23 +262,14 @@ fn link(entry: &mut impl Read) -> Result<Digest, String> {
 /// Streams a blob into the staging folder, checking that its bytes have its digest.
 fn stage(entry: &mut impl Read, digest: &Digest, dir: &Path) -> Result<BlobFile, String> {
     let path = dir.join(digest.encoded());
-    let mut sink = io::BufWriter::new(fs::File::create(&path).map_err(|e| e.to_string())?);
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
-    let mut buffer = vec![0u8; 256 * 1024];
-    loop {
-        let n = entry.read(&mut buffer).map_err(|e| e.to_string())?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-        sink.write_all(&buffer[..n])
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        size += n as u64;
-    }
-    sink.flush()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let actual = Digest::from_sha256(hasher.finalize().into());
+    let written = |e: io::Error| format!("{}: {e}", path.display());
+    let mut sink = io::BufWriter::new(fs::File::create(&path).map_err(written)?);
+    let (size, sha256) = copy_hashing(entry, &mut sink).map_err(|(side, e)| match side {
+        Side::Reading => e.to_string(),
+        Side::Writing => written(e),
+    })?;
+    sink.flush().map_err(written)?;
+    let actual = Digest::from_sha256(sha256);
     if actual != *digest {
         let _ = fs::remove_file(&path);
         return Err(format!(

@@ -146,13 +146,13 @@ pub(crate) fn hash_file(path: &Path) -> io::Result<(u64, [u8; 32])> {
 
 /// Which side of a copy failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
+pub enum Side {
     Reading,
     Writing,
 }
 
 /// Copies `reader` to `writer` in 1 MiB chunks; returns the size and sha256 of what passed.
-pub(crate) fn copy_hashing(
+pub fn copy_hashing(
     reader: &mut impl io::Read,
     writer: &mut impl io::Write,
 ) -> Result<(u64, [u8; 32]), (Side, io::Error)> {
