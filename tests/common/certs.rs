@@ -8,6 +8,7 @@ use rcgen::{
 
 pub struct LoopbackCert {
     pub ca_pem: String,
+    pub ca_der: Vec<u8>,
     pub cert_pem: String,
     pub key_pem: String,
     pub cert_der: Vec<u8>,
@@ -31,6 +32,7 @@ impl LoopbackCert {
         let cert = leaf.signed_by(&key, &issuer).expect("leaf certificate");
         LoopbackCert {
             ca_pem: ca_cert.pem(),
+            ca_der: ca_cert.der().to_vec(),
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
             cert_der: cert.der().to_vec(),

@@ -191,3 +191,43 @@ impl Process {
         format!("https://{}", self.addr)
     }
 }
+
+/// chartreg serving HTTPS with a certificate for 127.0.0.1 from a private CA.
+pub struct TlsProcess {
+    pub process: Process,
+    pub cert: LoopbackCert,
+    /// Holds `tls.crt`, `tls.key` and the CA as `ca.crt`.
+    pub dir: tempfile::TempDir,
+}
+
+impl TlsProcess {
+    /// `chartreg serve --tls-cert-file ... --tls-private-key-file ... ARGS` with `env`.
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> TlsProcess {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cert = LoopbackCert::new("chartreg test CA");
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).expect("write");
+            path.to_str().expect("UTF-8 path").to_owned()
+        };
+        let (cert_file, key_file) = (
+            write("tls.crt", &cert.cert_pem),
+            write("tls.key", &cert.key_pem),
+        );
+        write("ca.crt", &cert.ca_pem);
+        let mut all = vec![
+            "--tls-cert-file",
+            &cert_file,
+            "--tls-private-key-file",
+            &key_file,
+        ];
+        all.extend_from_slice(args);
+        let process = Process::start_args(&chartreg_bin(), &all, env);
+        TlsProcess { process, cert, dir }
+    }
+
+    /// The CA file to trust.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+}

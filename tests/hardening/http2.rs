@@ -6,37 +6,22 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::common::{self, LoopbackCert, Process};
+use super::common::{self, TlsProcess};
 use super::load::scale;
 
 struct Tls {
-    server: Process,
+    server: TlsProcess,
     config: Arc<rustls::ClientConfig>,
-    _dir: tempfile::TempDir,
 }
 
 fn tls_server() -> Tls {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cert = LoopbackCert::new("chartreg h2 test CA");
-    let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
-    std::fs::write(&cert_file, &cert.cert_pem).expect("write");
-    std::fs::write(&key_file, &cert.key_pem).expect("write");
-    let server = Process::start_args(
-        &common::chartreg_bin(),
-        &[
-            "--tls-cert-file",
-            cert_file.to_str().expect("UTF-8"),
-            "--tls-private-key-file",
-            key_file.to_str().expect("UTF-8"),
-        ],
-        &[("RUST_LOG", "warn")],
-    );
+    let server = TlsProcess::start(&[], &[("RUST_LOG", "warn")]);
     let mut roots = rustls::RootCertStore::empty();
     roots
-        .add(rustls::pki_types::CertificateDer::from(rcgen_der_of(
-            &cert.ca_pem,
-        )))
+        .add(rustls::pki_types::CertificateDer::from(
+            server.cert.ca_der.clone(),
+        ))
         .expect("CA");
     let mut config = rustls::ClientConfig::builder()
         .with_root_certificates(roots)
@@ -45,17 +30,7 @@ fn tls_server() -> Tls {
     Tls {
         server,
         config: Arc::new(config),
-        _dir: dir,
     }
-}
-
-/// The DER bytes of a one-certificate PEM.
-fn rcgen_der_of(pem: &str) -> Vec<u8> {
-    use base64::Engine as _;
-    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-    base64::engine::general_purpose::STANDARD
-        .decode(body)
-        .expect("PEM base64")
 }
 
 type Sender = h2::client::SendRequest<bytes::Bytes>;
@@ -74,7 +49,7 @@ async fn ready(sender: &mut Sender) -> bool {
 
 /// An h2 connection to the server (TLS, ALPN h2), with `builder`'s settings.
 async fn connect(tls: &Tls, builder: &h2::client::Builder) -> Sender {
-    let tcp = tokio::net::TcpStream::connect(tls.server.addr)
+    let tcp = tokio::net::TcpStream::connect(tls.server.process.addr)
         .await
         .expect("connect");
     let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
@@ -109,7 +84,7 @@ async fn normal(tls: &Tls) -> bool {
 async fn http2_abuse_leaves_the_server_bounded_and_serving() {
     let tls = tls_server();
     assert!(normal(&tls).await, "a normal client first");
-    let anon_before = tls.server.status_kib("RssAnon");
+    let anon_before = tls.server.process.status_kib("RssAnon");
 
     // Rapid reset: open a stream and reset it at once, over and over.
     let resets = 10_000 * scale();
@@ -221,7 +196,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
         "a normal client beside 100 stalled streams"
     );
 
-    let anon_after = tls.server.status_kib("RssAnon");
+    let anon_after = tls.server.process.status_kib("RssAnon");
     eprintln!(
         "h2: {sent} streams reset in {reset_took:?}; {ok} of {streams} concurrent streams answered exactly; 1 MiB header block: {big_status}; 100 streams with a closed window held; RssAnon {anon_before} -> {anon_after} KiB"
     );
@@ -234,9 +209,9 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
         "memory stayed bounded: {anon_before} -> {anon_after} KiB"
     );
     assert!(
-        !tls.server.log().contains("panicked"),
+        !tls.server.process.log().contains("panicked"),
         "{}",
-        tls.server.log()
+        tls.server.process.log()
     );
     drop(stalled);
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::common::{self, LoopbackCert, Process};
+use super::common::{self, Process, TlsProcess};
 use chartreg_core::oci::Reference;
 use chartreg_core::oci::layout::ImageManifest;
 
@@ -115,31 +115,11 @@ async fn one(
     }
 }
 
-fn tls_server() -> (Process, reqwest::Certificate, tempfile::TempDir) {
+fn tls_server() -> (TlsProcess, reqwest::Certificate) {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cert = LoopbackCert::new("chartreg load test CA");
-    let write = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).expect("write");
-        path
-    };
-    let (cert_file, key_file) = (
-        write("tls.crt", &cert.cert_pem),
-        write("tls.key", &cert.key_pem),
-    );
-    let server = Process::start_args(
-        &common::chartreg_bin(),
-        &[
-            "--tls-cert-file",
-            cert_file.to_str().expect("UTF-8"),
-            "--tls-private-key-file",
-            key_file.to_str().expect("UTF-8"),
-        ],
-        &[("RUST_LOG", "warn")],
-    );
-    let ca = reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).expect("CA");
-    (server, ca, dir)
+    let tls = TlsProcess::start(&[], &[("RUST_LOG", "warn")]);
+    let ca = reqwest::Certificate::from_pem(tls.cert.ca_pem.as_bytes()).expect("CA");
+    (tls, ca)
 }
 
 /// `requests` requests from `tasks` tasks, half over HTTP/1.1 and half over HTTP/2; the
@@ -195,7 +175,8 @@ async fn run(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_load_over_http1_and_http2_with_tls_is_exact_and_bounded() {
-    let (server, ca, _dir) = tls_server();
+    let (tls, ca) = tls_server();
+    let server = &tls.process;
     let base = server.https_url();
     let mix = Arc::new(mix());
     assert!(mix.len() > 40, "the mix covers the content: {}", mix.len());
@@ -234,6 +215,34 @@ async fn mixed_load_over_http1_and_http2_with_tls_is_exact_and_bounded() {
     assert!(!server.log().contains("panicked"), "{}", server.log());
 }
 
+/// `GET /v2/` on a new connection: how long the 200 took, or `None` (no 200 within 10 s).
+pub fn normal_request(addr: std::net::SocketAddr) -> Option<Duration> {
+    let started = Instant::now();
+    let mut client = TcpStream::connect(addr).ok()?;
+    client
+        .write_all(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    (status_of(&mut client)? == 200).then(|| started.elapsed())
+}
+
+/// How many of `streams` the server has closed (read to the end within 500 ms each).
+pub fn closed_by_server(streams: &mut [TcpStream]) -> usize {
+    let mut closed = 0;
+    for stream in streams {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .expect("timeout");
+        let mut rest = Vec::new();
+        if stream.read_to_end(&mut rest).is_ok() {
+            closed += 1;
+        }
+    }
+    closed
+}
+
 /// Reads one answer's status off `stream` (an HTTP/1.1 GET just sent).
 fn status_of(stream: &mut TcpStream) -> Option<u16> {
     let mut buffer = [0u8; 4096];
@@ -260,32 +269,11 @@ fn idle_connections_do_not_stop_a_normal_client_and_are_cut_by_the_header_timeou
     for stream in idle.iter_mut().step_by(2) {
         let _ = stream.write_all(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n");
     }
-    let started = Instant::now();
-    let mut client = TcpStream::connect(server.addr).expect("connect");
-    client
-        .write_all(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n\r\n")
-        .expect("send");
-    client
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    assert_eq!(
-        status_of(&mut client),
-        Some(200),
-        "a normal client beside {idle_count} idle ones"
-    );
-    let served_in = started.elapsed();
+    let served_in = normal_request(server.addr)
+        .unwrap_or_else(|| panic!("a normal client beside {idle_count} idle ones"));
     // After the header timeout every idle connection is closed (a 408, or nothing, then EOF).
     std::thread::sleep(Duration::from_millis(2_500));
-    let mut closed = 0;
-    for stream in &mut idle {
-        stream
-            .set_read_timeout(Some(Duration::from_millis(500)))
-            .expect("timeout");
-        let mut rest = Vec::new();
-        if stream.read_to_end(&mut rest).is_ok() {
-            closed += 1;
-        }
-    }
+    let closed = closed_by_server(&mut idle);
     eprintln!(
         "idle: {idle_count} idle connections; a normal request answered in {served_in:?}; {closed} closed by the 2 s header timeout"
     );
@@ -294,7 +282,8 @@ fn idle_connections_do_not_stop_a_normal_client_and_are_cut_by_the_header_timeou
 
 #[test]
 fn connection_churn_leaks_nothing() {
-    let (server, ca, _dir) = tls_server();
+    let (tls, ca) = tls_server();
+    let server = &tls.process;
     let plain = Process::start_args(&common::chartreg_bin(), &[], &[("RUST_LOG", "warn")]);
     let fds = |p: &Process| -> usize {
         let pid = p.status_kib("Pid");
@@ -319,7 +308,7 @@ fn connection_churn_leaks_nothing() {
 
     let handshakes = 200 * scale();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let (tls_fds_before, tls_anon_before) = (fds(&server), server.status_kib("RssAnon"));
+    let (tls_fds_before, tls_anon_before) = (fds(server), server.status_kib("RssAnon"));
     runtime.block_on(async {
         for _ in 0..handshakes {
             // A new client each time: a fresh connection and TLS handshake.
@@ -334,7 +323,7 @@ fn connection_churn_leaks_nothing() {
         }
     });
     std::thread::sleep(Duration::from_millis(300));
-    let (tls_fds_after, tls_anon_after) = (fds(&server), server.status_kib("RssAnon"));
+    let (tls_fds_after, tls_anon_after) = (fds(server), server.status_kib("RssAnon"));
     eprintln!(
         "churn: {count} plain connections: fds {fds_before} -> {fds_after}, RssAnon {anon_before} -> {anon_after} KiB; {handshakes} TLS handshakes: fds {tls_fds_before} -> {tls_fds_after}, RssAnon {tls_anon_before} -> {tls_anon_after} KiB"
     );

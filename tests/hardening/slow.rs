@@ -2,28 +2,12 @@
 //! head, and TLS clients that send garbage or stop in the middle of a handshake. A normal client
 //! must still be served, and the header timeout must cut the slow ones.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use super::common::{self, LoopbackCert, Process};
-use super::load::scale;
-
-fn normal_request(addr: std::net::SocketAddr) -> Option<Duration> {
-    let started = Instant::now();
-    let mut client = TcpStream::connect(addr).ok()?;
-    client
-        .write_all(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n\r\n")
-        .ok()?;
-    client
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .ok()?;
-    let mut buffer = [0u8; 1024];
-    let n = client.read(&mut buffer).ok()?;
-    String::from_utf8_lossy(&buffer[..n])
-        .starts_with("HTTP/1.1 200")
-        .then(|| started.elapsed())
-}
+use super::common::{self, Process, TlsProcess};
+use super::load::{closed_by_server, normal_request, scale};
 
 #[test]
 fn slow_clients_are_cut_by_the_header_timeout_and_a_normal_client_gets_through() {
@@ -51,16 +35,7 @@ fn slow_clients_are_cut_by_the_header_timeout_and_a_normal_client_gets_through()
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let mut cut = 0;
-    for stream in &mut slow {
-        stream
-            .set_read_timeout(Some(Duration::from_millis(500)))
-            .expect("timeout");
-        let mut rest = Vec::new();
-        if stream.read_to_end(&mut rest).is_ok() {
-            cut += 1;
-        }
-    }
+    let cut = closed_by_server(&mut slow);
     eprintln!(
         "slow: {count} clients trickling a request head; a normal request answered in {served_in:?}; {cut} cut by the 2 s header timeout"
     );
@@ -75,23 +50,8 @@ fn slow_clients_are_cut_by_the_header_timeout_and_a_normal_client_gets_through()
 #[test]
 fn tls_clients_that_send_garbage_or_stop_mid_handshake_hold_no_worker() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cert = LoopbackCert::new("chartreg slow TLS test CA");
-    let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
-    std::fs::write(&cert_file, &cert.cert_pem).expect("write");
-    std::fs::write(&key_file, &cert.key_pem).expect("write");
-    let server = Process::start_args(
-        &common::chartreg_bin(),
-        &[
-            "--tls-cert-file",
-            cert_file.to_str().expect("UTF-8"),
-            "--tls-private-key-file",
-            key_file.to_str().expect("UTF-8"),
-            "--workers",
-            "1",
-        ],
-        &[("RUST_LOG", "warn")],
-    );
+    let tls = TlsProcess::start(&["--workers", "1"], &[("RUST_LOG", "warn")]);
+    let (server, cert) = (&tls.process, &tls.cert);
     // A ClientHello cut off after its record header, and garbage that is no TLS at all.
     let partial_hello = [
         0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,

@@ -170,28 +170,8 @@ fn helm_uses_the_classic_repository_over_http() {
 
 #[test]
 fn helm_uses_the_classic_repository_over_https_with_its_ca_file() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cert = common::LoopbackCert::new("chartreg classic test CA");
-    let write = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).expect("write");
-        path
-    };
-    let (cert_file, key_file, ca) = (
-        write("tls.crt", &cert.cert_pem),
-        write("tls.key", &cert.key_pem),
-        write("ca.crt", &cert.ca_pem),
-    );
-    let server = Process::start_args(
-        &common::chartreg_bin(),
-        &[
-            "--tls-cert-file",
-            str_path(&cert_file),
-            "--tls-private-key-file",
-            str_path(&key_file),
-        ],
-        &[],
-    );
+    let tls = common::TlsProcess::start(&[], &[]);
+    let (server, ca) = (&tls.process, tls.ca_file());
     let url = format!("{}/charts", server.https_url());
     for name in ["helm3", "helm4"] {
         let helm = Helm::new(name).expect("helm (run scripts/install-tools.sh)");
