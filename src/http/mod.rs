@@ -113,6 +113,13 @@ impl Ops {
         ops
     }
 
+    /// The state of the application serving `req`.
+    pub(crate) fn of(req: &HttpRequest) -> Result<&web::Data<Ops>, ApiError> {
+        req.app_data::<web::Data<Ops>>().ok_or(ApiError::Internal(
+            "the application has no operations state",
+        ))
+    }
+
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::SeqCst);
     }

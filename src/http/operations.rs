@@ -31,11 +31,7 @@ fn metrics_response(metrics: &Metrics) -> HttpResponse {
 
 /// `GET /healthz`, `/readyz`, `/metrics` on the main listener.
 pub(super) fn answer(req: &HttpRequest, operation: Operation) -> Result<HttpResponse, ApiError> {
-    let Some(ops) = req.app_data::<web::Data<Ops>>() else {
-        return Err(ApiError::Internal(
-            "the application has no operations state",
-        ));
-    };
+    let ops = Ops::of(req)?;
     Ok(match operation {
         Operation::Healthz => text(HttpResponse::Ok(), "ok\n"),
         Operation::Readyz if ops.is_ready() => text(HttpResponse::Ok(), "ready\n"),

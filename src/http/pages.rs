@@ -9,7 +9,7 @@
 //! forms or anything fetched from elsewhere.
 
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse};
 
 use super::headers::none_match;
 use super::routes::WebRoute;
@@ -25,11 +25,7 @@ pub(super) fn get(
     registry: &Registry,
     route: &WebRoute,
 ) -> Result<HttpResponse, ApiError> {
-    let Some(ops) = req.app_data::<web::Data<Ops>>() else {
-        return Err(ApiError::Internal(
-            "the application has no operations state",
-        ));
-    };
+    let ops = Ops::of(req)?;
     let web = ops.web.get(registry);
     match route {
         WebRoute::Home => Ok(page(req, &web.overview)),
