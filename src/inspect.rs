@@ -127,7 +127,12 @@ pub fn verify(content: &Content) -> Vec<String> {
     // 1. Every file, hashed again from its bytes.
     let mut files = Vec::with_capacity(content.files.len());
     for file in &content.files {
-        let actual = Digest::sha256_of(&file.data);
+        // A binary holds every file (only the build leaves large ones on disk).
+        let Some(data) = file.held() else {
+            problems.push(format!("{}: not held in the binary", file.path));
+            continue;
+        };
+        let actual = Digest::sha256_of(data);
         if let Some(recorded) = file.sha256
             && Some(recorded) != actual.sha256()
         {
@@ -145,7 +150,7 @@ pub fn verify(content: &Content) -> Vec<String> {
                 file.path
             ));
         }
-        files.push(ContentFile::new(file.path.clone(), file.data.clone()));
+        files.push(ContentFile::new(file.path.clone(), data.clone()));
     }
     // 2. The content loaded in full, trusting nothing.
     let loaded = match Registry::from_files(files) {

@@ -16,10 +16,9 @@ use sha2::{Digest as _, Sha256};
 fn hashed(files: impl IntoIterator<Item = (String, Vec<u8>)>) -> Vec<ContentFile> {
     files
         .into_iter()
-        .map(|(path, data)| ContentFile {
-            sha256: Some(Sha256::digest(&data).into()),
-            path: path.into(),
-            data: data.into(),
+        .map(|(path, data)| {
+            let sha256 = Sha256::digest(&data).into();
+            ContentFile::new(path, data).with_sha256(sha256)
         })
         .collect()
 }
@@ -100,7 +99,7 @@ fn facts_build_the_registry_loading_builds() {
     let assets = hashed(
         assets
             .into_iter()
-            .map(|f| (f.path.into_owned(), f.data.to_vec())),
+            .map(|f| (f.path.to_string(), f.held().unwrap().to_vec())),
     );
     for files in [assets, hashed(varied())] {
         let loaded = Registry::from_files(files.clone()).unwrap();
@@ -132,7 +131,7 @@ fn bodies_are_the_files_themselves_and_strings_come_with_the_facts() {
         .iter()
         .find(|f| f.path.ends_with(m.digest.encoded()) && f.path.starts_with("test/app/"))
         .unwrap();
-    assert_eq!(m.data.as_ptr(), file.data.as_ptr());
+    assert_eq!(m.data.as_ptr(), file.held().unwrap().as_ptr());
 }
 
 #[test]
@@ -146,7 +145,7 @@ fn facts_are_used_only_for_the_files_they_were_written_from() {
         .iter()
         .position(|f| f.path == "test/app/index.json")
         .unwrap();
-    let mut data = changed[i].data.to_vec();
+    let mut data = changed[i].held().unwrap().to_vec();
     data.push(b'\n');
     changed[i] = hashed([(changed[i].path.to_string(), data)]).remove(0);
     let e = Registry::from_facts(&facts, &changed).unwrap_err();
@@ -169,7 +168,7 @@ fn facts_are_used_only_for_the_files_they_were_written_from() {
     assert!(e.to_string().contains("is not a file they describe"), "{e}");
     let unhashed: Vec<ContentFile> = files
         .iter()
-        .map(|f| ContentFile::new(f.path.clone(), f.data.clone()))
+        .map(|f| ContentFile::new(f.path.clone(), f.held().unwrap().clone()))
         .collect();
     assert!(Registry::from_facts(&facts, &unhashed).is_err());
 

@@ -67,11 +67,7 @@ fn embedded_hashes_are_trusted_and_checked() {
                 if wrong && path.ends_with(&tampered) {
                     sha[0] ^= 1;
                 }
-                ContentFile {
-                    path: path.into(),
-                    data: data.into(),
-                    sha256: Some(sha),
-                }
+                ContentFile::new(path, data).with_sha256(sha)
             })
             .collect()
     };

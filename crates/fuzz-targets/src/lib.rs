@@ -146,10 +146,8 @@ pub fn base_files() -> Files {
 fn content_files(files: &Files) -> Vec<ContentFile> {
     files
         .iter()
-        .map(|(path, data)| ContentFile {
-            path: path.clone().into(),
-            data: Bytes::from(data.clone()),
-            sha256: Some(Sha256::digest(data).into()),
+        .map(|(path, data)| {
+            ContentFile::new(path.clone(), data.clone()).with_sha256(Sha256::digest(data).into())
         })
         .collect()
 }

@@ -270,6 +270,9 @@ impl Reader<'_> {
         let Some(hash) = file.sha256 else {
             return stale("a file has no sha256");
         };
+        let Some(data) = file.held() else {
+            return stale("a file is not in memory");
+        };
         // The quoted digest must be exactly `"sha256:<hex of the file's sha256>"`: compared with
         // that, it needs no parsing (a third of start-up, when it was parsed).
         let mut expected = [0u8; 73];
@@ -284,7 +287,7 @@ impl Reader<'_> {
         }
         let quoted = self.text(quoted);
         let digest = Digest::from_known_sha256(quoted.slice_ref(&quoted[1..72]), hash);
-        Ok((file.data.clone(), hash, digest, quoted.into_bytes()))
+        Ok((data.clone(), hash, digest, quoted.into_bytes()))
     }
 
     fn repository(&self, described: &RepositoryFacts<'_>) -> Result<Repository, Stale> {

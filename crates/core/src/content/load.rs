@@ -19,9 +19,11 @@ use std::collections::BTreeMap;
 use sha2::{Digest as _, Sha256};
 
 use super::problem::{MAX_NESTING, fail};
+use bytes::Bytes;
+
 use super::{
-    Blob, ContentFile, HashMap, LoadError, Manifest, Problem, Registry, Repository, Sha256Map,
-    quote,
+    Blob, ContentFile, Data, HashMap, LoadError, Manifest, Problem, Registry, Repository,
+    Sha256Map, quote,
 };
 use crate::oci::layout::{
     self, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE,
@@ -95,7 +97,7 @@ impl<'f> Layout<'f> {
             let path: &str = &file.path;
             match path.get(root.len() + 1..).unwrap_or_default() {
                 OCI_LAYOUT_FILE => {
-                    let marker: OciLayout = parse_json(path, &file.data)?;
+                    let marker: OciLayout = parse_json(path, &bytes(file)?)?;
                     if marker.image_layout_version != LAYOUT_VERSION {
                         return fail(path, Problem::LayoutVersion(marker.image_layout_version));
                     }
@@ -114,7 +116,7 @@ impl<'f> Layout<'f> {
             name,
             blobs,
             index_path: &index_file.path,
-            index: parse_json(&index_file.path, &index_file.data)?,
+            index: parse_json(&index_file.path, &bytes(index_file)?)?,
         })
     }
 
@@ -135,7 +137,7 @@ impl<'f> Layout<'f> {
                 Problem::MissingBlob(d.digest.clone()),
             );
         };
-        let actual = file.data.len() as u64;
+        let actual = file.len();
         if actual != d.size {
             return fail(
                 self.blob_file(&d.digest),
@@ -221,6 +223,7 @@ impl<'f> Layout<'f> {
             return fail(path(), Problem::NotManifest(d.media_type.clone()));
         };
         let (file, hash) = self.fetch(d)?;
+        let data = bytes(file)?;
         let manifest_error = |source| LoadError {
             path: path(),
             problem: Box::new(Problem::Manifest {
@@ -230,14 +233,13 @@ impl<'f> Layout<'f> {
         };
         let (schema_version, body_media_type, referrer) = match kind {
             ManifestKind::Image => {
-                let m: ImageManifest =
-                    serde_json::from_slice(&file.data).map_err(manifest_error)?;
+                let m: ImageManifest = serde_json::from_slice(&data).map_err(manifest_error)?;
                 for blob in std::iter::once(&m.config).chain(&m.layers) {
                     let (blob_file, blob_hash) = self.fetch(blob)?;
                     repository.blobs.entry(blob_hash).or_insert_with(|| Blob {
                         digest: blob.digest.clone(),
                         quoted_digest: quote(&blob.digest),
-                        data: blob_file.data.clone(),
+                        data: kept(blob_file),
                     });
                 }
                 let artifact_type = m.artifact_type.or(Some(m.config.media_type));
@@ -245,7 +247,7 @@ impl<'f> Layout<'f> {
                 (m.schema_version, m.media_type, referrer)
             }
             ManifestKind::Index => {
-                let i: ImageIndex = serde_json::from_slice(&file.data).map_err(manifest_error)?;
+                let i: ImageIndex = serde_json::from_slice(&data).map_err(manifest_error)?;
                 for child in &i.manifests {
                     self.manifest(repository, child, depth + 1)?;
                 }
@@ -288,7 +290,7 @@ impl<'f> Layout<'f> {
                 media_type: d.media_type.as_str().into(),
                 quoted_digest: quote(&d.digest),
                 digest: d.digest.clone(),
-                data: file.data.clone(),
+                data,
             },
         );
         Ok(())
@@ -313,9 +315,11 @@ fn blob_hash(file: &ContentFile, inner: &str) -> Result<[u8; 32], LoadError> {
     if algorithm != "sha256" {
         return fail(path, Problem::Algorithm(algorithm.to_owned()));
     }
-    let hash = file
-        .sha256
-        .unwrap_or_else(|| Sha256::digest(&file.data).into());
+    let hash = match (file.sha256, &file.data) {
+        (Some(hash), _) => hash,
+        (None, Data::Held(bytes)) => Sha256::digest(bytes).into(),
+        (None, Data::OnDisk { .. }) => Sha256::digest(bytes(file)?).into(),
+    };
     if named == Some(hash) {
         return Ok(hash);
     }
@@ -324,6 +328,24 @@ fn blob_hash(file: &ContentFile, inner: &str) -> Result<[u8; 32], LoadError> {
         Ok(expected) => fail(path, Problem::DigestMismatch { expected, actual }),
         Err(e) => fail(path, Problem::BlobName(e.to_string())),
     }
+}
+
+/// A file's bytes, read from disk if they are not held (build time: an index or manifest in a
+/// large file).
+fn bytes(file: &ContentFile) -> Result<Bytes, LoadError> {
+    match &file.data {
+        Data::Held(bytes) => Ok(bytes.clone()),
+        Data::OnDisk { file: on_disk, .. } => match std::fs::read(on_disk) {
+            Ok(read) => Ok(Bytes::from(read)),
+            Err(e) => fail(file.path.as_ref(), Problem::Read(e)),
+        },
+    }
+}
+
+/// What a blob keeps of its file: its bytes, or none for a file left on disk (a registry of such
+/// files describes its content and is not served, see `Data::OnDisk`).
+fn kept(file: &ContentFile) -> Bytes {
+    file.held().cloned().unwrap_or_default()
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(path: &str, data: &[u8]) -> Result<T, LoadError> {

@@ -32,6 +32,8 @@ pub enum Problem {
     Name(NameError),
     #[error("missing: every image layout needs an `{INDEX_FILE}`")]
     MissingIndex,
+    #[error("cannot be read: {0}")]
+    Read(std::io::Error),
     #[error("invalid JSON: {0}")]
     Json(serde_json::Error),
     #[error("a descriptor's digest is invalid: {0}")]
