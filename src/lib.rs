@@ -16,7 +16,7 @@
 //! `metrics`, `logging` (neither imports the other modules).
 //!
 //! No `unsafe` code is written here (`#![forbid(unsafe_code)]`); the one `unsafe` in the
-//! binary comes from include-blob's macro expansion (see `main.rs`).
+//! binary is in the expansion of `chartreg_embed::linked_blob!` (see `main.rs`).
 #![forbid(unsafe_code)]
 // Nothing a request or the content can reach may panic: no unwrap, expect, panic or
 // unchecked indexing outside tests.

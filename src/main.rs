@@ -2,16 +2,16 @@
 //!
 //! The embedded folder is `assets/` unless `CHARTREG_ASSETS` named another at build time. build.rs
 //! splits it: small files come through rust-embed (with `debug-embed`, every build serves from the
-//! binary), large ones are linked in as objects (include-blob) and listed in `$OUT_DIR/linked.rs`;
-//! a file whose bytes another has already is embedded once and listed in `$OUT_DIR/aliases.rs`.
-//! build.rs also loads the content and writes down what it found (`$OUT_DIR/facts.bin`, see
-//! `Registry::facts`), so that start-up need not read it again.
+//! binary), large ones are linked in as objects named by their digest and listed in
+//! `$OUT_DIR/linked.rs`; a small file whose bytes another has already is embedded once and
+//! listed in `$OUT_DIR/aliases.rs`. build.rs also loads the content and writes down what it
+//! found (`$OUT_DIR/facts.bin`, see `Registry::facts`), so that start-up need not read it again.
 //!
-//! `#![forbid(unsafe_code)]` holds for all code written in this project. One `unsafe` is not
-//! ours and the lint cannot see it: include-blob's `include_blob!` macro expands, in its own
-//! crate's expansion, to `extern` statics naming the linked objects' symbols, which must be
-//! declared `unsafe`; their bytes are the files build.rs linked in, with the sha256 it wrote
-//! beside them (checked at start-up like every other file).
+//! `#![forbid(unsafe_code)]` holds for all code written in this project's crates. The one
+//! `unsafe` in the binary is in the expansion of `chartreg_embed::linked_blob!` (the project's
+//! own macro crate, where the lint does not look): an `extern` static per linked object, whose
+//! symbol and size build.rs wrote together; its bytes are checked at start-up against the
+//! sha256 written beside them, like every other file's (see `chartreg_embed`).
 #![forbid(unsafe_code)]
 // Nothing a request or the content can reach may panic: no unwrap, expect, panic or
 // unchecked indexing outside tests.
@@ -29,22 +29,20 @@ use std::borrow::Cow;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use chartreg_core::content::{Content, ContentFile};
+use chartreg_core::content::{Content, ContentFile, Data};
 use rust_embed::RustEmbed;
 
 #[derive(RustEmbed)]
 #[folder = "$CHARTREG_EMBED_DIR"]
 struct Assets;
 
-/// The files linked in as objects: path, bytes, sha256 computed by build.rs.
-fn linked() -> Vec<(&'static str, &'static [u8], [u8; 32])> {
-    include!(concat!(env!("OUT_DIR"), "/linked.rs"))
-}
+/// The files linked in as objects: path, bytes, sha256 computed by build.rs. A static, so that
+/// each file is reached through a 64-bit address whatever its distance from the code.
+static LINKED: &[(&str, &[u8], [u8; 32])] = include!(concat!(env!("OUT_DIR"), "/linked.rs"));
 
-/// Files with the same bytes as an earlier one, embedded once: (path, the earlier one's path).
-fn aliases() -> Vec<(&'static str, &'static str)> {
-    include!(concat!(env!("OUT_DIR"), "/aliases.rs"))
-}
+/// Small files with the same bytes as an earlier one, embedded once: (path, the earlier one's
+/// path).
+static ALIASES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/aliases.rs"));
 
 /// One rust-embed file, its bytes borrowed from the binary and its sha256 computed at build time.
 fn small(path: Cow<'static, str>) -> Option<ContentFile> {
@@ -55,7 +53,7 @@ fn small(path: Cow<'static, str>) -> Option<ContentFile> {
     };
     Some(ContentFile {
         path,
-        data,
+        data: Data::Held(data),
         sha256: Some(file.metadata.sha256_hash()),
     })
 }
@@ -83,24 +81,19 @@ fn embedded() -> Vec<ContentFile> {
             .flat_map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     });
-    files.extend(
-        linked()
-            .into_iter()
-            .map(|(path, bytes, sha256)| ContentFile {
-                path: path.into(),
-                data: Bytes::from_static(bytes),
-                sha256: Some(sha256),
-            }),
-    );
-    let aliases = aliases();
-    if !aliases.is_empty() {
-        let by_path: std::collections::HashMap<&str, (Bytes, Option<[u8; 32]>)> = files
+    files.extend(LINKED.iter().map(|&(path, bytes, sha256)| ContentFile {
+        path: path.into(),
+        data: Data::Held(Bytes::from_static(bytes)),
+        sha256: Some(sha256),
+    }));
+    if !ALIASES.is_empty() {
+        let by_path: std::collections::HashMap<&str, (Data, Option<[u8; 32]>)> = files
             .iter()
             .map(|f| (f.path.as_ref(), (f.data.clone(), f.sha256)))
             .collect();
-        let shared: Vec<ContentFile> = aliases
-            .into_iter()
-            .filter_map(|(path, first)| {
+        let shared: Vec<ContentFile> = ALIASES
+            .iter()
+            .filter_map(|&(path, first)| {
                 let (data, sha256) = by_path.get(first)?.clone();
                 Some(ContentFile {
                     path: path.into(),

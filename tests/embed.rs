@@ -51,6 +51,11 @@ fn build_with(assets: &Path) -> PathBuf {
 
 fn build_with_env(assets: &Path, env: &[(&str, &str)]) -> PathBuf {
     let _one_at_a_time = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+    build_now(assets, env)
+}
+
+/// Builds now: the caller holds `BUILDS`.
+fn build_now(assets: &Path, env: &[(&str, &str)]) -> PathBuf {
     let target = common::root().join("target/embed-test");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
@@ -174,8 +179,8 @@ fn refuses_to_start(bin: &Path, path: &str) {
     );
 }
 
-/// Size of the ELF section `name` in `bin`, from readelf.
-fn section_size(bin: &Path, name: &str) -> Option<u64> {
+/// The ELF sections of `bin` (name, address, size), from readelf.
+fn sections(bin: &Path) -> Vec<(String, u64, u64)> {
     let out = Command::new("readelf")
         .args(["-SW"])
         .arg(bin)
@@ -184,12 +189,19 @@ fn section_size(bin: &Path, name: &str) -> Option<u64> {
     assert!(out.status.success());
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .find_map(|line| {
+        .filter_map(|line| {
             let fields: Vec<&str> = line.split(['[', ']']).nth(2)?.split_whitespace().collect();
-            (fields.first() == Some(&name))
-                .then(|| u64::from_str_radix(fields[4], 16).ok())
-                .flatten()
+            let hex = |i: usize| u64::from_str_radix(fields.get(i)?, 16).ok();
+            Some((fields.first()?.to_string(), hex(2)?, hex(4)?))
         })
+        .collect()
+}
+
+/// Size of the ELF section `name` in `bin`.
+fn section_size(bin: &Path, name: &str) -> Option<u64> {
+    sections(bin)
+        .into_iter()
+        .find_map(|(section, _, size)| (section == name).then_some(size))
 }
 
 fn curl_bytes(url: &str, extra: &[&str]) -> Vec<u8> {
@@ -221,7 +233,18 @@ fn large_files_are_linked_in_and_served_exactly() {
     let digest = common::sha256(&big);
 
     // Default threshold (1 MiB): the 3 MiB layer is linked in, the rest goes through rust-embed.
-    let bin = build_with(&dir);
+    // Built again with one more small repository, the layer's object is kept as it was (the
+    // builds share their build folder: no other test's build between them).
+    let bin = {
+        let _one_at_a_time = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+        build_now(&dir, &[]);
+        let object = object_of(&digest);
+        let written = fs::metadata(&object).unwrap().modified().unwrap();
+        write(&dir, &layout("demo/small2", b"another small payload"));
+        let bin = build_now(&dir, &[]);
+        assert_eq!(fs::metadata(&object).unwrap().modified().unwrap(), written);
+        bin
+    };
     let linked = section_size(&bin, ".lrodata").expect("a .lrodata section");
     assert!(
         linked >= big.len() as u64 && linked < 2 * big.len() as u64,
@@ -229,7 +252,12 @@ fn large_files_are_linked_in_and_served_exactly() {
     );
     assert_eq!(
         listed(&bin),
-        ["demo/also:v1", "demo/big:v1", "demo/small:v1"]
+        [
+            "demo/also:v1",
+            "demo/big:v1",
+            "demo/small:v1",
+            "demo/small2:v1"
+        ]
     );
     let server = common::Process::start_with(&bin, &[]);
     assert_checked_at_build(&server);
@@ -248,6 +276,7 @@ fn large_files_are_linked_in_and_served_exactly() {
     );
     assert!(small.starts_with(b"{"));
     drop(server);
+    assert_large_data_at_the_end(&bin);
 
     // A threshold above every file: nothing is linked, and the same content is served.
     let bin = build_with_env(&dir, &[("CHARTREG_LINK_THRESHOLD", "1000000000")]);
@@ -267,6 +296,56 @@ fn large_files_are_linked_in_and_served_exactly() {
     tampered[2 * 1024 * 1024] ^= 1;
     fs::write(dir.join(&path), &tampered).unwrap();
     refuses_to_start(&build_with(&dir), &path);
+}
+
+/// The object the build wrote for the file whose digest is `digest` (`sha256:<hex>`).
+fn object_of(digest: &str) -> PathBuf {
+    let name = format!("{}.o", digest.trim_start_matches("sha256:"));
+    let build = common::root().join("target/embed-test/debug/build");
+    fs::read_dir(&build)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path().join("out/objects").join(&name))
+        .find(|object| object.exists())
+        .unwrap_or_else(|| panic!("no object {name} under {}", build.display()))
+}
+
+/// The ELF symbol `name`'s address in `bin`, from nm.
+fn symbol_address(bin: &Path, name: &str) -> Option<u64> {
+    let out = Command::new("nm")
+        .arg(bin)
+        .output()
+        .expect("nm (binutils) runs");
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| {
+            let mut fields = line.split_whitespace();
+            let address = fields.next()?;
+            (fields.nth(1) == Some(name))
+                .then(|| u64::from_str_radix(address, 16).ok())
+                .flatten()
+        })
+}
+
+/// Linked files lie after every other section of the image, `_end` at their page-aligned
+/// start: what keeps GiBs of them out of reach of 32-bit references (see chartreg_embed).
+fn assert_large_data_at_the_end(bin: &Path) {
+    // Allocated sections (address, name) in address order.
+    let mut allocated: Vec<(u64, String)> = sections(bin)
+        .into_iter()
+        .filter(|(_, address, _)| *address != 0)
+        .map(|(name, address, _)| (address, name))
+        .collect();
+    allocated.sort();
+    let (start, last) = allocated.last().unwrap();
+    assert_eq!(last, ".lrodata", "{allocated:?}");
+    assert_eq!(start % 4096, 0, "page-aligned");
+    assert_eq!(
+        symbol_address(bin, "_end"),
+        Some(*start),
+        "_end at their start"
+    );
 }
 
 /// GETs `path` and reads the response slowly (`chunk` bytes, then `pause`), returning the

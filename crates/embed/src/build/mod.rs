@@ -1,0 +1,446 @@
+//! What the server's build script does with the content folder, in one pass ([`prepare`]):
+//!
+//! 1. Walk the folder (following symbolic links; entries at its top whose names start with
+//!    `.`, the build tool's record and `.gitignore`, are not content).
+//! 2. Each file smaller than the threshold is read, hashed and hard-linked into a mirror
+//!    folder for rust-embed (`$OUT_DIR/embed`); a file with the same bytes as one before it
+//!    is listed as an alias of it instead (`aliases.rs`), so a shared blob is embedded once.
+//! 3. Each larger file is hashed as a stream (or its hash remembered from the last build, see
+//!    [`hashes`]) and needs the object of its digest, `$OUT_DIR/objects/<hex>.o`: kept from an
+//!    earlier build, or streamed now ([`object`]). Objects no file needs any more are removed.
+//!    `linked.rs` lists each such file with its symbol and sha256; a file whose bytes another
+//!    has names the same object.
+//! 4. The content is loaded with the binary's own loader (`chartreg-core`), large files by
+//!    path, size and sha256 only (never their bytes), and what it found is written down as
+//!    `facts.bin` for start-up. Content that cannot be served gets a warning and empty facts, so
+//!    that the binary refuses it at start-up, naming the file.
+//!
+//! Memory stays at the small files plus one 1 MiB piece, whatever the large files add up to.
+
+mod hashes;
+pub mod object;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::oci::Digest;
+
+use hashes::Hashes;
+
+/// Why the content folder cannot be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{0}: file names must be UTF-8")]
+    NotUtf8(PathBuf),
+    #[error("{0}: a symbolic link loops back to a folder above it")]
+    Loop(PathBuf),
+}
+
+fn at(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// What to prepare, and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The content folder.
+    pub folder: PathBuf,
+    /// Where the mirror, objects, lists and facts go (`$OUT_DIR`).
+    pub out_dir: PathBuf,
+    /// Files of this many bytes and more are linked as objects; `None`: none is (targets the
+    /// objects are not written for).
+    pub link_threshold: Option<u64>,
+}
+
+/// What was prepared.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The folder rust-embed embeds.
+    pub mirror: PathBuf,
+    /// The objects to link, in digest order.
+    pub objects: Vec<PathBuf>,
+    /// Problems with the content (the binary will refuse it at start-up).
+    pub warnings: Vec<String>,
+    /// Large files hashed (the others' hashes were remembered).
+    pub hashed: usize,
+    /// Objects written by this build (the others were kept from an earlier one).
+    pub written: usize,
+}
+
+/// One large file: its path in the content, its file, size and sha256.
+struct Linked {
+    relative: String,
+    file: PathBuf,
+    size: u64,
+    sha256: [u8; 32],
+}
+
+/// Prepares `options.folder` for embedding (see the module's documentation).
+pub fn prepare(options: &Options) -> Result<Prepared, Error> {
+    let out = &options.out_dir;
+    let mirror = out.join("embed");
+    if mirror.exists() {
+        fs::remove_dir_all(&mirror).map_err(at(&mirror))?;
+    }
+    fs::create_dir_all(&mirror).map_err(at(&mirror))?;
+    let mut files = Vec::new();
+    walk(&options.folder, &mut files)?;
+    files.sort();
+
+    let record = out.join("hashes");
+    let mut hashes = Hashes::load(&record);
+    let mut content = Vec::with_capacity(files.len());
+    let mut linked = Vec::new();
+    let mut aliases = String::from("&[\n");
+    // The first path of each distinct small file.
+    let mut first_with: HashMap<[u8; 32], String> = HashMap::new();
+    for file in files {
+        let relative = relative(&options.folder, &file)?;
+        if relative.starts_with('.') {
+            continue;
+        }
+        let metadata = fs::metadata(&file).map_err(at(&file))?;
+        let size = metadata.len();
+        if options.link_threshold.is_some_and(|t| size >= t) {
+            let sha256 = hashes.sha256(&file, &metadata).map_err(at(&file))?;
+            content.push(ContentFile::on_disk(
+                relative.clone(),
+                file.clone(),
+                size,
+                sha256,
+            ));
+            linked.push(Linked {
+                relative,
+                file,
+                size,
+                sha256,
+            });
+            continue;
+        }
+        let data = fs::read(&file).map_err(at(&file))?;
+        let sha256 = Digest::sha256_of(&data).sha256().unwrap_or_default();
+        content.push(ContentFile::new(relative.clone(), data).with_sha256(sha256));
+        if let Some(first) = first_with.get(&sha256) {
+            let _ = writeln!(aliases, "    ({relative:?}, {first:?}),");
+            continue;
+        }
+        first_with.insert(sha256, relative.clone());
+        let target = mirror.join(&relative);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(at(parent))?;
+        }
+        // A link to the file itself (a symbolic link's target), else a copy.
+        let real = file.canonicalize().map_err(at(&file))?;
+        if fs::hard_link(&real, &target).is_err() {
+            fs::copy(&real, &target).map_err(at(&file))?;
+        }
+    }
+    hashes.save(&record).map_err(at(&record))?;
+    aliases.push(']');
+    write(&out.join("aliases.rs"), aliases)?;
+
+    let (objects, written) = objects(&out.join("objects"), &linked)?;
+    write(&out.join("linked.rs"), linked_list(&linked))?;
+    let (facts, warnings) = facts(&content);
+    write(&out.join("facts.bin"), facts)?;
+    Ok(Prepared {
+        mirror,
+        objects,
+        warnings,
+        hashed: hashes.hashed,
+        written,
+    })
+}
+
+/// The linker arguments for `objects`: the objects, the large sections after `.bss`, and
+/// `_end` at their start. Static glibc reaches `_end` with a 32-bit PC-relative reference
+/// (its early allocator starts there), which the large sections would put out of range; the
+/// first linked section is page-aligned, so `_end` is too and that allocator maps its own
+/// pages instead of using the rest of the last one. Needs LLD (rustc's linker for this target
+/// since Rust 1.90); GNU ld holds every input in memory (5.1 GB for 5 GiB, measured).
+pub fn link_args(objects: &[PathBuf]) -> Vec<String> {
+    if objects.is_empty() {
+        return Vec::new();
+    }
+    let mut args: Vec<String> = objects.iter().map(|o| o.display().to_string()).collect();
+    args.push("-Wl,-z,lrodata-after-bss".to_owned());
+    args.push("-Wl,--defsym=_end=ADDR(.lrodata)".to_owned());
+    args
+}
+
+/// The object of every distinct large file in `folder`, kept or written; objects of files no
+/// longer there are removed. Returns them, and how many were written.
+fn objects(folder: &Path, linked: &[Linked]) -> Result<(Vec<PathBuf>, usize), Error> {
+    fs::create_dir_all(folder).map_err(at(folder))?;
+    let mut needed: BTreeMap<String, &Linked> = BTreeMap::new();
+    for file in linked {
+        needed.entry(hex::encode(file.sha256)).or_insert(file);
+    }
+    for entry in fs::read_dir(folder).map_err(at(folder))? {
+        let entry = entry.map_err(at(folder))?;
+        let name = entry.file_name();
+        let keep = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".o"))
+            .is_some_and(|hex| needed.contains_key(hex));
+        if !keep {
+            fs::remove_file(entry.path()).map_err(at(&entry.path()))?;
+        }
+    }
+    let mut objects = Vec::with_capacity(needed.len());
+    let mut written = 0;
+    for (hex, file) in needed {
+        let path = folder.join(format!("{hex}.o"));
+        // An object is renamed into place only once whole, so one that exists is whole.
+        let kept = fs::metadata(&path).is_ok_and(|m| m.len() > file.size);
+        if !kept {
+            let partial = folder.join(format!("{hex}.partial"));
+            object::write(&file.file, file.size, &file.sha256, &partial).map_err(at(&file.file))?;
+            fs::rename(&partial, &path).map_err(at(&path))?;
+            written += 1;
+        }
+        objects.push(path);
+    }
+    Ok((objects, written))
+}
+
+/// `linked.rs`: every large file's path, bytes (by its object's symbol) and sha256.
+fn linked_list(linked: &[Linked]) -> String {
+    let mut list = String::from("&[\n");
+    for file in linked {
+        let symbol = object::symbol(&hex::encode(file.sha256));
+        let _ = writeln!(
+            list,
+            "    ({:?}, ::chartreg_embed::linked_blob!({symbol:?}, {}), {:?}),",
+            file.relative, file.size, file.sha256
+        );
+    }
+    list.push(']');
+    list
+}
+
+/// The facts of `content` and the warnings loading it gave (see `Registry::facts`).
+fn facts(content: &[ContentFile]) -> (Vec<u8>, Vec<String>) {
+    match Registry::from_files(content.to_vec()) {
+        Ok(registry) => (registry.facts(content).unwrap_or_default(), Vec::new()),
+        Err(e) => (
+            Vec::new(),
+            vec![format!("the content cannot be served: {e}")],
+        ),
+    }
+}
+
+fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), Error> {
+    fs::write(path, contents).map_err(at(path))
+}
+
+/// `file`'s path below `folder`, `/`-separated.
+fn relative(folder: &Path, file: &Path) -> Result<String, Error> {
+    let relative = file.strip_prefix(folder).unwrap_or(file);
+    let text = relative
+        .to_str()
+        .ok_or_else(|| Error::NotUtf8(file.to_owned()))?;
+    Ok(text.replace(std::path::MAIN_SEPARATOR, "/"))
+}
+
+/// Every file under `dir`, following symbolic links (to the files they name); a link back to
+/// a folder being walked is refused rather than followed for ever.
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
+    walk_below(dir, files, &mut Vec::new())
+}
+
+fn walk_below(
+    dir: &Path,
+    files: &mut Vec<PathBuf>,
+    walking: &mut Vec<PathBuf>,
+) -> Result<(), Error> {
+    let real = dir.canonicalize().map_err(at(dir))?;
+    if walking.contains(&real) {
+        return Err(Error::Loop(dir.to_owned()));
+    }
+    walking.push(real);
+    for entry in fs::read_dir(dir).map_err(at(dir))? {
+        let path = entry.map_err(at(dir))?.path();
+        if path.is_dir() {
+            walk_below(&path, files, walking)?;
+        } else {
+            files.push(path);
+        }
+    }
+    walking.pop();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chartreg_core::content::Content;
+    use chartreg_core::oci::layout::ImageManifest;
+    use chartreg_core::oci::media_type;
+    use chartreg_core::tree::LayoutBuilder;
+
+    /// A layout `name` whose one layer is `layer`, written under `folder`.
+    fn layout(folder: &Path, name: &str, layer: &[u8]) {
+        let mut builder = LayoutBuilder::new(name);
+        let config = builder.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
+        let layer = builder.blob("application/octet-stream", layer.to_vec());
+        let d = builder.manifest(
+            media_type::OCI_MANIFEST,
+            &ImageManifest::new(config, vec![layer]),
+        );
+        builder.list(d, Some("v1"));
+        for (path, data) in builder.into_files().unwrap() {
+            let file = folder.join(path);
+            fs::create_dir_all(file.parent().unwrap()).unwrap();
+            fs::write(file, data).unwrap();
+        }
+    }
+
+    fn options(folder: &Path, out: &Path, threshold: u64) -> Options {
+        Options {
+            folder: folder.to_owned(),
+            out_dir: out.to_owned(),
+            link_threshold: Some(threshold),
+        }
+    }
+
+    fn layer(n: usize, seed: u32) -> Vec<u8> {
+        (0..n as u32)
+            .map(|i| (i.wrapping_add(seed).wrapping_mul(2654435761) >> 13) as u8)
+            .collect()
+    }
+
+    /// The registry start-up builds from the prepared files and facts: large files as the
+    /// binary would hold them (here read back from their sources).
+    fn served(folder: &Path, out: &Path) -> Registry {
+        let mut files = Vec::new();
+        walk(folder, &mut files).unwrap();
+        let content = Content {
+            files: files
+                .iter()
+                .map(|f| {
+                    let data = fs::read(f).unwrap();
+                    let sha = Digest::sha256_of(&data).sha256().unwrap();
+                    ContentFile::new(relative(folder, f).unwrap(), data).with_sha256(sha)
+                })
+                .collect(),
+            facts: fs::read(out.join("facts.bin")).unwrap().into(),
+        };
+        Registry::from_facts(&content.facts, &content.files).expect("the facts describe them")
+    }
+
+    #[test]
+    fn large_files_become_objects_once_and_are_kept_for_the_next_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        let big = layer(5000, 1);
+        layout(&folder, "demo/a", &big);
+        layout(&folder, "demo/b", &big);
+        layout(&folder, "demo/c", b"small");
+        let prepared = prepare(&options(&folder, &out, 4096)).unwrap();
+        assert!(prepared.warnings.is_empty(), "{:?}", prepared.warnings);
+        assert_eq!((prepared.objects.len(), prepared.written), (1, 1));
+        assert_eq!(prepared.hashed, 2, "two files with the same bytes");
+        let linked = fs::read_to_string(out.join("linked.rs")).unwrap();
+        let hex = Digest::sha256_of(&big).encoded().to_owned();
+        assert_eq!(linked.matches(&object::symbol(&hex)).count(), 2, "{linked}");
+        assert!(linked.contains(&format!("demo/a/blobs/sha256/{hex}")));
+        // b's small files are a's (marker, index, config, manifest), c's marker and config
+        // too: embedded once.
+        let aliases = fs::read_to_string(out.join("aliases.rs")).unwrap();
+        assert_eq!(aliases.lines().count(), 2 + 6, "{aliases}");
+        assert!(!prepared.mirror.join("demo/b/oci-layout").exists());
+        assert!(prepared.mirror.join("demo/c/index.json").exists());
+        assert!(
+            !prepared
+                .mirror
+                .join(format!("demo/a/blobs/sha256/{hex}"))
+                .exists()
+        );
+        assert_eq!(served(&folder, &out).summary().repositories, 3);
+
+        // Again, with one more small repository: nothing hashed or written again.
+        let object = &prepared.objects[0];
+        let before = fs::metadata(object).unwrap().modified().unwrap();
+        layout(&folder, "demo/d", b"another");
+        let again = prepare(&options(&folder, &out, 4096)).unwrap();
+        assert_eq!((again.hashed, again.written), (0, 0));
+        assert_eq!(&again.objects, &prepared.objects);
+        assert_eq!(fs::metadata(object).unwrap().modified().unwrap(), before);
+        assert_eq!(served(&folder, &out).summary().repositories, 4);
+
+        // The large layer gone, another in its place: the old object goes, a new one comes.
+        fs::remove_dir_all(folder.join("demo/a")).unwrap();
+        fs::remove_dir_all(folder.join("demo/b")).unwrap();
+        layout(&folder, "demo/a", &layer(6000, 2));
+        let changed = prepare(&options(&folder, &out, 4096)).unwrap();
+        assert_eq!((changed.hashed, changed.written), (1, 1));
+        assert!(!object.exists());
+        assert_eq!(fs::read_dir(out.join("objects")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn manifests_in_large_files_are_read_when_loading_needs_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        layout(&folder, "demo/a", b"layer");
+        // Every file of 100 bytes and more is left on disk, the manifest among them.
+        let prepared = prepare(&options(&folder, &out, 100)).unwrap();
+        assert!(prepared.warnings.is_empty(), "{:?}", prepared.warnings);
+        assert!(!prepared.objects.is_empty());
+        assert_eq!(served(&folder, &out).summary().manifests, 1);
+    }
+
+    #[test]
+    fn content_that_cannot_be_served_is_a_warning_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        let big = layer(5000, 3);
+        layout(&folder, "demo/a", &big);
+        let path = format!("demo/a/blobs/sha256/{}", Digest::sha256_of(&big).encoded());
+        let mut tampered = big.clone();
+        tampered[4000] ^= 1;
+        fs::write(folder.join(&path), tampered).unwrap();
+        let prepared = prepare(&options(&folder, &out, 4096)).unwrap();
+        assert_eq!(prepared.warnings.len(), 1);
+        assert!(
+            prepared.warnings[0].contains(&path),
+            "{:?}",
+            prepared.warnings
+        );
+        assert!(fs::read(out.join("facts.bin")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn without_linking_every_file_is_embedded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        layout(&folder, "demo/a", &layer(5000, 4));
+        let mut options = options(&folder, &out, 0);
+        options.link_threshold = None;
+        let prepared = prepare(&options).unwrap();
+        assert!(prepared.objects.is_empty());
+        assert_eq!(fs::read_to_string(out.join("linked.rs")).unwrap(), "&[\n]");
+        assert!(link_args(&prepared.objects).is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_back_up_the_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("content");
+        fs::create_dir_all(folder.join("demo")).unwrap();
+        std::os::unix::fs::symlink(&folder, folder.join("demo/loop")).unwrap();
+        let e = prepare(&options(&folder, &dir.path().join("out"), 4096)).unwrap_err();
+        assert!(matches!(e, Error::Loop(_)), "{e}");
+    }
+}
