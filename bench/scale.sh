@@ -7,12 +7,22 @@
 # files linked in as objects (the default, see build.rs) and everything through rust-embed's
 # include_bytes! (CHARTREG_LINK_THRESHOLD above the blob), to show what the linked path saves.
 #
+# Image sets (`images:G`, bench/gen_scale.py --images-gib G: ten charts and images adding up to
+# G GiB, one layer of 1 GiB) are measured further: peak build memory as the build's process tree
+# held it (bench/peak_memory.py: anonymous memory, summed over cargo, rustc, the build script and
+# the linker, apart from file-backed pages such as the objects LLD maps), the largest file, the
+# 1 GiB layer's download rate (curl on CPU 1, median of 3, its sha256 checked once), and the
+# rebuild after one chart changes (bench/gen_scale.py --bump-chart: a version more in one chart).
+#
 #   bench/scale.sh                 # every set; 2 GiB only with the linked path (rust-embed would
 #                                  # need ~25 GB of compiler memory)
 #   SCALE_SETS="versions:10 blob:64" bench/scale.sh     # some sets only
+#   SCALE_SETS="images:2 images:4" SCALE_CODE=before bench/scale.sh   # rows labelled `before`
 #
-# Writes bench/results/scale.jsonl and the "Scaling study" section at the end of BENCHMARKS.md.
-# Needs ~8 GB of free disk for the 2 GiB set; content and builds live under target/scale.
+# Writes bench/results/scale.jsonl (appending when SCALE_APPEND=1) and the "Scaling study"
+# section at the end of BENCHMARKS.md. An image set of G GiB needs about 3.5 G GiB of disk
+# (content, objects, binary); each set is removed before the next. Content and builds live under
+# target/scale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -20,7 +30,9 @@ WORK=target/scale
 TARGET=$WORK/target
 BIN=$TARGET/release/chartreg
 RESULTS=bench/results/scale.jsonl
-SETS=${SCALE_SETS:-"samples versions:10 versions:1000 versions:10000 blob:64 blob:256 blob:1024 blob:2048"}
+SETS=${SCALE_SETS:-"samples versions:10 versions:1000 versions:10000 blob:64 blob:256 blob:1024 blob:2048 images:2 images:4 images:8"}
+# Which code the image-set rows measure (the report sets `before` rows beside `after` ones).
+CODE=${SCALE_CODE:-after}
 # rust-embed for sets up to this many MiB of blob (it takes ~12x the content in compiler memory).
 BEFORE_MAX_MIB=${SCALE_BEFORE_MAX_MIB:-1024}
 
@@ -31,7 +43,7 @@ for tool in wrk taskset /usr/bin/time python3; do
 done
 
 mkdir -p "$WORK" bench/results
-: >"$RESULTS"
+[[ ${SCALE_APPEND:-0} == 1 ]] || : >"$RESULTS"
 log "building dependencies once, with no content (not timed)"
 mkdir -p "$WORK/empty"
 CHARTREG_ASSETS="$ROOT/$WORK/empty" cargo build --quiet --release --target-dir "$TARGET" --bin chartreg
@@ -73,6 +85,87 @@ PY
     tail -n1 "$RESULTS" >&2
 }
 
+# build_measured OUT_JSON ASSETS: builds chartreg with ASSETS, writing time and memory to OUT_JSON.
+build_measured() {
+    local out=$1 assets=$2
+    CHARTREG_ASSETS="$assets" /usr/bin/time -f '%e %M' -o "$WORK/time" \
+        python3 bench/peak_memory.py "$WORK/peak.json" \
+        cargo build --quiet --release --target-dir "$TARGET" --bin chartreg || die "build failed"
+    local build_s max_rss
+    read -r build_s max_rss <"$WORK/time"
+    python3 - "$WORK/peak.json" "$build_s" "$max_rss" >"$out" <<'PY'
+import json, sys
+peak = json.load(open(sys.argv[1]))
+print(json.dumps(dict(peak, build_s=float(sys.argv[2]), max_rss_kib=int(sys.argv[3]))))
+PY
+}
+
+# measure_images LABEL GIB ASSETS GEN_JSON
+measure_images() {
+    local label=$1 gib=$2 assets=$3 gen=$4
+    log "$label ($CODE): building"
+    build_measured "$WORK/build.json" "$assets"
+    local bytes largest
+    bytes=$(stat -c %s "$BIN")
+    largest=$(find "$assets" -type f -printf '%s\n' | sort -n | tail -1)
+    log "$label ($CODE): $(cat "$WORK/build.json"), binary $bytes bytes"
+    local path layer
+    path=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["path"])' "$gen")
+    layer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layer_path"])' "$gen")
+    local probe
+    probe=$(python3 bench/scale_probe.py "$BIN" "$path")
+    local port rates=()
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    taskset -c 0 "$BIN" serve --listen "127.0.0.1:$port" --shutdown-delay 0s 2>/dev/null &
+    local pid=$!
+    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port$path" && break; sleep 0.05; done
+    local digest
+    digest=$(taskset -c 1 curl -sf "http://127.0.0.1:$port$layer" | sha256sum | cut -d' ' -f1)
+    [[ "sha256:$digest" == "${layer##*/}" ]] || die "$label: the 1 GiB layer came back as sha256:$digest"
+    for _ in 1 2 3; do
+        rates+=("$(taskset -c 1 curl -sf -o /dev/null -w '%{speed_download}' "http://127.0.0.1:$port$layer")")
+    done
+    kill "$pid"
+    wait "$pid" || true
+    log "$label ($CODE): one chart changed, rebuilding"
+    local bumped
+    bumped=$(python3 bench/gen_scale.py "$assets" --bump-chart)
+    build_measured "$WORK/rebuild.json" "$assets"
+    local new_path
+    new_path=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["path"])' "$bumped")
+    python3 bench/scale_probe.py "$BIN" "$new_path" --runs 1 >/dev/null ||
+        die "$label: the rebuilt binary does not serve the new chart version"
+    python3 - "$label" "$gib" "$CODE" "$WORK/build.json" "$WORK/rebuild.json" "$bytes" \
+        "$largest" "$gen" "$probe" "${rates[@]}" >>"$RESULTS" <<'PY'
+import json, statistics, sys
+label, gib, code, build, rebuild, size_bytes, largest, gen, probe, *rates = sys.argv[1:]
+build, rebuild, gen = (json.load(open(p)) for p in (build, rebuild, gen))
+print(json.dumps(dict(json.loads(probe), label=label, kind="images", size=int(gib), code=code,
+    embedding="linked", build_s=build["build_s"], peak_build_kib=build["max_rss_kib"],
+    peak_anon_kib=build["peak_anon_kib"], peak_anon_holders=build["peak_anon_holders"],
+    peak_file_kib=build["peak_file_kib"], binary_bytes=int(size_bytes),
+    largest_file=int(largest), content_bytes=gen["bytes"], images=gen["images"],
+    layer_mb_s=statistics.median(float(r) for r in rates) / 1e6,
+    layer_mb_s_runs=[float(r) / 1e6 for r in rates],
+    rebuild_s=rebuild["build_s"], rebuild_peak_anon_kib=rebuild["peak_anon_kib"])))
+PY
+    tail -n1 "$RESULTS" >&2
+    # Leave the big artefacts behind no longer than needed.
+    rm -f "$BIN" "$TARGET"/release/deps/chartreg-*
+}
+
+log "no content: building (timed)"
+touch "$WORK/empty"
+build_measured "$WORK/empty.json" "$ROOT/$WORK/empty"
+python3 - "$CODE" "$WORK/empty.json" >>"$RESULTS" <<'PY'
+import json, sys
+code, build = sys.argv[1], json.load(open(sys.argv[2]))
+print(json.dumps(dict(label="no content", kind="empty", size=0, code=code, embedding="-",
+    build_s=build["build_s"], peak_build_kib=build["max_rss_kib"],
+    peak_anon_kib=build["peak_anon_kib"], peak_anon_holders=build["peak_anon_holders"],
+    peak_file_kib=build["peak_file_kib"])))
+PY
+
 for set in $SETS; do
     kind=${set%%:*}
     n=${set#*:}
@@ -83,7 +176,12 @@ for set in $SETS; do
     fi
     content=$WORK/content-$kind-$n
     log "$set: generating content"
-    if [[ $kind == versions ]]; then
+    if [[ $kind == images ]]; then
+        python3 bench/gen_scale.py "$content" --images-gib "$n" >"$WORK/gen.json"
+        measure_images "$n GiB image set" "$n" "$ROOT/$content" "$WORK/gen.json"
+        rm -rf "$content"
+        continue
+    elif [[ $kind == versions ]]; then
         python3 bench/gen_scale.py "$content" --versions "$n" >"$WORK/gen.json"
         label="$n versions"
     else

@@ -20,10 +20,60 @@ def mib(kib):
     return f"{kib / 1024:,.0f}"
 
 
+def large_content(rows):
+    """The image sets, before and after, against the bound: the build without content + the
+    largest file + 1 GiB."""
+    images = [r for r in rows if r["kind"] == "images"]
+    if not images:
+        return []
+    empty = {r["code"]: r for r in rows if r["kind"] == "empty"}
+    lines = [
+        "",
+        "### Large content: image sets",
+        "",
+        "`bench/gen_scale.py --images-gib G`: ten charts and images adding up to G GiB of"
+        " distinct bytes (a 48 MiB base layer every image shares, layers of their own from"
+        " 192 MiB to 40 KiB, one layer of 1 GiB). *before* = the code before large content was"
+        " streamed (include-blob objects, every file read by the facts writer); *after* ="
+        " objects streamed by digest and kept between builds. Peak anon is the most anonymous"
+        " memory the build's processes held at once (bench/peak_memory.py, sampled every 20 ms:"
+        " cargo, rustc, the build script, the linker); file-backed is what they had mapped"
+        " (LLD maps its inputs and output: page cache the kernel can drop or write back);"
+        " GNU time is the largest process's whole resident set, both kinds. Bound = peak anon of"
+        " the build without content (same code) + the largest file + 1 GiB. Layer MB/s: the 1 GiB"
+        " layer with curl (chartreg on CPU 0, curl on CPU 1, median of 3). Rebuild: one chart"
+        " gets a version more (`--bump-chart`), then `cargo build` again.",
+        "",
+        "| set | code | content GiB | largest MiB | build s | peak anon MiB (bound) | held by |"
+        " file-backed MiB | GNU time MiB | binary MiB | start-up ms | idle RSS MiB (anon) |"
+        " layer MB/s | rebuild s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in sorted(images, key=lambda r: (r["size"], r["code"] != "before")):
+        base = empty.get(r["code"], {}).get("peak_anon_kib")
+        bound = "?" if base is None else mib(base + r["largest_file"] / 1024 + 1024 * 1024)
+        lines.append(
+            f"| {r['label']} | {r['code']} | {r['content_bytes'] / 2**30:.2f}"
+            f" | {r['largest_file'] / 2**20:,.0f} | {r['build_s']:.1f}"
+            f" | {mib(r['peak_anon_kib'])} ({bound}) | {', '.join(r['peak_anon_holders'][:2])}"
+            f" | {mib(r['peak_file_kib'])} | {mib(r['peak_build_kib'])}"
+            f" | {r['binary_bytes'] / 2**20:,.0f} | {r['startup_ms']:.1f}"
+            f" | {r['rss_kib'] / 1024:.1f} ({r['rss_anon_kib'] / 1024:.1f})"
+            f" | {r['layer_mb_s']:,.0f} | {r['rebuild_s']:.1f} |"
+        )
+    for code, r in sorted(empty.items()):
+        lines.append(
+            f"\nBuild without content ({code}): {r['build_s']:.1f} s, peak anon"
+            f" {mib(r['peak_anon_kib'])} MiB, GNU time {mib(r['peak_build_kib'])} MiB."
+        )
+    return lines
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+    everything = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+    rows = [r for r in everything if r["kind"] in ("samples", "versions", "blob")]
     report = sys.argv[2]
     cpu = "?"
     for line in open("/proc/cpuinfo"):
@@ -77,6 +127,7 @@ def main():
             f" {baseline / 1024:,.0f} MiB of a build without content (rows of 256 MiB and more"
             " above), more than this machine's 24 GiB for 2 GiB.",
         ]
+    lines += large_content(everything)
     lines.append("")
     text = open(report).read() if os.path.exists(report) else ""
     if MARKER in text:
