@@ -7,13 +7,14 @@
 //! depend on.
 //!
 //! - [`http`] answers the OCI distribution read API from a registry.
-//! - [`serve`] runs the HTTP server (with [`tls`], [`metrics`] and [`logging`]).
+//! - [`serve`] runs the HTTP server (its main listener built by [`listener`]; with [`tls`],
+//!   [`metrics`] and [`logging`]).
 //! - [`inspect`] lists what the binary holds and verifies it (`ls`, `verify`); [`addons`]
 //!   writes the add-ons ConfigMap of its charts (`addons-config`).
 //! - [`cli`] is the command line: `serve`, `ls`, `verify`, `addons-config`.
 //!
-//! Dependencies point one way: `cli` -> `serve` -> `http` -> `chartreg_core`; `http` ->
-//! `metrics`, `logging` (neither imports the other modules).
+//! Dependencies point one way: `cli` -> `serve` -> `listener` -> `http` -> `chartreg_core`;
+//! `http` -> `metrics`, `logging` (neither imports the other modules).
 //!
 //! No `unsafe` code is written here (`#![forbid(unsafe_code)]`); the one `unsafe` in the
 //! binary is in the expansion of `chartreg_embed::linked_blob!` (see `main.rs`).
@@ -34,6 +35,7 @@ pub mod addons;
 pub mod cli;
 pub mod http;
 pub mod inspect;
+pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod serve;

@@ -1,7 +1,7 @@
 //! `chartreg serve`: the server around the HTTP application.
 //!
 //! Start-up, in order: load TLS files (if any) and the content, bind the listeners, build the
-//! servers, mark ready, log one summary line. Any failure before that is an error naming what
+//! servers (the main one in `listener`), mark ready, log one summary line. Any failure before that is an error naming what
 //! failed, and nothing listens.
 //!
 //! Shutdown, on SIGTERM or SIGINT (handled here; actix's own handling is off because its SIGINT
@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_web::dev::ServerHandle;
-use actix_web::http::KeepAlive;
 use actix_web::{HttpServer, web};
 
 use crate::http::{self, Ops};
+use crate::listener;
 use crate::metrics::{BuildInfo, Metrics};
 use crate::tls::{self, Reloading, TlsError, TlsFiles};
 use chartreg_core::content::{Checked, LoadError, Registry};
@@ -72,11 +72,35 @@ pub struct ServeOptions {
     pub max_header_bytes: usize,
 }
 
-fn bind(address: &str) -> Result<TcpListener, StartupError> {
-    TcpListener::bind(address).map_err(|source| StartupError::Bind {
+/// A listener on `address` whose backlog holds `backlog` connections (the kernel caps it at
+/// `net.core.somaxconn`). Connections past `--max-connections` wait there for a free slot;
+/// std's `TcpListener::bind` gives 128, past which the kernel drops a new connection's
+/// handshake and its client retries a second or more later. The first address that binds wins,
+/// as with std.
+fn bind(address: &str, backlog: usize) -> Result<TcpListener, StartupError> {
+    use socket2::{Domain, Socket, Type};
+    use std::net::ToSocketAddrs;
+    let failed = |source| StartupError::Bind {
         address: address.to_owned(),
         source,
-    })
+    };
+    let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to bind to");
+    for resolved in address.to_socket_addrs().map_err(failed)? {
+        let listener =
+            Socket::new(Domain::for_address(resolved), Type::STREAM, None).and_then(|socket| {
+                // As std does: a restarted server binds at once despite connections in
+                // TIME_WAIT.
+                socket.set_reuse_address(true)?;
+                socket.bind(&resolved.into())?;
+                socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+                Ok(socket)
+            });
+        match listener {
+            Ok(socket) => return Ok(socket.into()),
+            Err(e) => last = e,
+        }
+    }
+    Err(failed(last))
 }
 
 /// The error of a listener that cannot be set up at `address`.
@@ -98,8 +122,13 @@ pub fn run(
         Some(files) => Some(Reloading::load(files.clone()).map_err(StartupError::from)?),
         None => None,
     };
-    let listener = bind(&options.listen)?;
-    let metrics_listener = options.metrics_listen.as_deref().map(bind).transpose()?;
+    let listener = bind(&options.listen, options.max_connections.max(1024))?;
+    // Scrapes come one at a time.
+    let metrics_listener = options
+        .metrics_listen
+        .as_deref()
+        .map(|address| bind(address, 128))
+        .transpose()?;
     let address = listener
         .local_addr()
         .map_err(cannot_listen(&options.listen))?;
@@ -119,29 +148,24 @@ pub fn run(
     let workers = options.workers.max(1);
 
     actix_web::rt::System::new().block_on(async move {
-        let app_ops = ops.clone();
-        let server = HttpServer::new(move || http::app_with(registry.clone(), app_ops.clone()))
-            .workers(workers)
-            .disable_signals()
-            .shutdown_timeout(options.shutdown_timeout.as_secs_f64().ceil() as u64)
-            .client_request_timeout(options.request_header_timeout)
-            .keep_alive(KeepAlive::Timeout(options.keep_alive))
-            .max_connections(options.max_connections.div_ceil(workers).max(1));
-        let (server, scheme) = match &resolver {
+        let tls = match &resolver {
             Some(resolver) => {
                 let config = tls::server_config(resolver.clone()).map_err(StartupError::from)?;
                 resolver.watch(options.tls_reload_interval);
-                let server = server
-                    .listen_rustls_0_23(listener, config)
-                    .map_err(cannot_listen(address))?;
-                (server, "https")
+                Some(config)
             }
-            None => {
-                let server = server.listen(listener).map_err(cannot_listen(address))?;
-                (server, "http")
-            }
+            None => None,
         };
-        let server = server.run();
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let settings = listener::Settings {
+            workers,
+            max_connections: options.max_connections.div_ceil(workers).max(1),
+            shutdown_timeout: options.shutdown_timeout,
+            request_header_timeout: options.request_header_timeout,
+            keep_alive: options.keep_alive,
+        };
+        let server = listener::server(listener, tls, registry, ops.clone(), &settings)
+            .map_err(cannot_listen(address))?;
         let mut handles = vec![server.handle()];
 
         let mut metrics_server = None;

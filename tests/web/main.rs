@@ -159,9 +159,26 @@ fn classic_steps(helm: &Helm, url: &str, ca: Option<&Path>) {
     );
 }
 
+/// The overview page fetched from `base` (`ca` to trust for HTTPS).
+fn overview(base: &str, ca: Option<&Path>) -> String {
+    let mut cmd = Command::new(common::tool("curl").expect("curl"));
+    cmd.args(["-sf", "-H", "Accept: text/html"]);
+    if let Some(ca) = ca {
+        cmd.arg("--cacert").arg(ca);
+    }
+    cmd.arg(format!("{base}/"));
+    let out = common::output_of(&mut cmd, "curl");
+    assert!(out.status.success(), "{}", describe(&out));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
 #[test]
 fn helm_uses_the_classic_repository_over_http() {
     let server = Process::start();
+    // The page's commands name the scheme it was fetched with.
+    let page = overview(&server.url(), None);
+    assert!(page.contains(&format!("{}/charts", server.url())), "{page}");
+    assert!(page.contains("--plain-http"), "{page}");
     for name in ["helm3", "helm4"] {
         let helm = Helm::new(name).expect("helm (run scripts/install-tools.sh)");
         classic_steps(&helm, &format!("{}/charts", server.url()), None);
@@ -186,6 +203,10 @@ fn helm_uses_the_classic_repository_over_https_with_its_ca_file() {
     }
     let served = index(&server.https_url(), Some(&ca));
     assert_eq!(served["apiVersion"], "v1");
+    // Over TLS the page's commands say https, and Helm needs no --plain-http.
+    let page = overview(&server.https_url(), Some(&ca));
+    assert!(page.contains(&url), "{page}");
+    assert!(!page.contains("--plain-http"), "{page}");
 }
 
 /// The classic index and the OCI API describe the same charts with the same bytes.
