@@ -18,6 +18,7 @@
 import csv
 import hashlib
 import json
+import re
 import os
 import socket
 import statistics
@@ -71,18 +72,23 @@ def lookup(summary, key):
 # ---------------------------------------------------------------------------------------------
 
 
-def curl(method, url):
-    """(status, headers as a lower-cased dict, body bytes) of one request."""
+def curl(method, url, http2=False):
+    """(status, headers as a lower-cased dict, body bytes) of one request, over HTTP/1.1 or
+    (`http2`, HTTPS only) HTTP/2, which must then be what the server answers with."""
     with tempfile.TemporaryDirectory() as tmp:
         hdr, body = os.path.join(tmp, "h"), os.path.join(tmp, "b")
-        cmd = ["curl", "-sS", "--http1.1", "-k", "--max-time", "30", "-H", f"Accept: {ACCEPT}"]
+        version = "--http2" if http2 else "--http1.1"
+        cmd = ["curl", "-sS", version, "-k", "--max-time", "30", "-H", f"Accept: {ACCEPT}"]
         cmd += ["-I"] if method == "HEAD" else []
         cmd += ["-D", hdr, "-o", body, "-w", "%{http_code}", url]
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(f"curl failed: {out.stderr.strip()}")
+        lines = open(hdr, encoding="latin-1").read().splitlines()
+        if http2 and not lines[0].startswith("HTTP/2"):
+            raise RuntimeError(f"answered with {lines[0]!r}, not HTTP/2")
         headers = {}
-        for line in open(hdr, encoding="latin-1").read().splitlines()[1:]:
+        for line in lines[1:]:
             if ":" in line:
                 k, v = line.split(":", 1)
                 headers[k.strip().lower()] = v.strip()
@@ -100,7 +106,7 @@ def check(layouts, summary_path, case, method, url):
     objs = summary["objects"]
     fatal, notes = [], []
     try:
-        status, headers, body = curl(method, url)
+        status, headers, body = curl(method, url, http2=case.startswith("h2-"))
     except RuntimeError as e:
         return [str(e)], notes
 
@@ -127,7 +133,7 @@ def check(layouts, summary_path, case, method, url):
             expect_header("Content-Length", str(len(want)))
         elif body != want:
             fatal.append(f"body differs from the manifest ({len(body)} bytes, want {len(want)})")
-    elif case in ("blob-small", "blob-32mib"):
+    elif case in ("blob-small", "blob-32mib", "tls-blob-32mib", "h2-blob-32mib", "tls-blob-32mib-half"):
         b = objs["app_layer" if case == "blob-small" else "big_layer"]
         if len(body) != b["size"] or "sha256:" + hashlib.sha256(body).hexdigest() != b["digest"]:
             fatal.append(f"body is not blob {b['digest']} ({len(body)} bytes, want {b['size']})")
@@ -218,15 +224,61 @@ def parse(tool, case, target, rep, expect, outfile, cpu_seconds):
             non_2xx_3xx=sum(v for k, v in codes.items() if not 200 <= k < 400),
         )
         wrong_status = sum(v for k, v in codes.items() if k != int(expect))
+    elif tool == "h2load":
+        # h2load (nghttp2) over HTTP/2: "finished in 4.00s, 35.25 req/s, 1.10GB/s",
+        # "requests: 141 total, 145 started, 141 done, 141 succeeded, 0 failed, 0 errored,
+        # 0 timeout", "status codes: 141 2xx, 0 3xx, 0 4xx, 0 5xx", "traffic: 4.41GB
+        # (4734566421) total, ..., 4.41GB (4731174912) data", and a latency table.
+        def field(pattern):
+            m = re.search(pattern, text)
+            if not m:
+                raise SystemExit(f"h2load: no {pattern!r} in {outfile}:\n{text}")
+            return m.groups()
+        (secs,) = (float(x) for x in field(r"finished in ([0-9.]+)s"))
+        _total, done, _ok, _failed, errored, timeout = (
+            int(x) for x in field(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) "
+                                  r"succeeded, (\d+) failed, (\d+) errored, (\d+) timeout")
+        )
+        s2, s3, s4, s5 = (int(x) for x in field(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx"))
+        (data,) = (int(x) for x in field(r"traffic: .*?\((\d+)\) total"))
+        latency = re.search(r"time for request:\s+(\S+)\s+(\S+)\s+(\S+)", text)
+        def ms(v):
+            for unit, scale in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+                if v.endswith(unit):
+                    return float(v[: -len(unit)]) * scale
+            return 0.0
+        mean = ms(latency.group(3)) if latency else 0.0
+        socket_errors = errored + timeout
+        requests = done
+        rec.update(
+            requests=done,
+            seconds=secs,
+            rps=done / secs if secs else 0.0,
+            mib_s=data / secs / 2**20 if secs else 0.0,
+            # h2load gives min, max and mean per request: the mean stands in for p50, the
+            # max for p99.
+            p50_ms=mean,
+            p99_ms=ms(latency.group(2)) if latency else 0.0,
+            socket_errors=socket_errors,
+            non_2xx_3xx=s4 + s5,
+        )
+        # Statuses are counted as heads arrive (a request cut off by the end of the run has
+        # one too): count the wrong kinds rather than subtract.
+        wrong_status = s3 + s4 + s5 if int(expect) == 200 else s2 + s3 + s5
     else:
         raise SystemExit(f"unknown tool {tool}")
     rec["errors"] = socket_errors + wrong_status
+    # Server CPU seconds per GiB sent: what a large download costs the server.
+    sent_gib = rec["mib_s"] * rec["seconds"] / 1024
+    rec["cpu_s_per_gib"] = server_cpu / sent_gib if sent_gib else 0.0
     rec["server_cpu_s"] = server_cpu
     rec["client_cpu_s"] = client_cpu
     rec["cpu_us_per_req"] = server_cpu * 1e6 / requests if requests else 0.0
     # Share of the run each side kept its CPU busy: when neither is near 100 %, something else
-    # on the machine had the CPU (or the latency, not the CPU, bounds the rate).
-    rec["server_busy"] = server_cpu / secs if secs else 0.0
+    # on the machine had the CPU (or the latency, not the CPU, bounds the rate). A `*-half`
+    # case's server may use half a CPU: its busy is of that half.
+    share = 0.5 if case.endswith("-half") else 1.0
+    rec["server_busy"] = server_cpu / secs / share if secs else 0.0
     rec["client_busy"] = client_cpu / secs if secs else 0.0
     print(json.dumps(rec, sort_keys=True))
     starved = max(rec["server_busy"], rec["client_busy"]) < STARVED
@@ -279,6 +331,7 @@ def summarise(records):
             "p99_ms_median": statistics.median(r["p99_ms"] for r in rs),
             "p99_ms_max": max(r["p99_ms"] for r in rs),
             "cpu_us_per_req_median": statistics.median(r["cpu_us_per_req"] for r in rs),
+            "cpu_s_per_gib_median": statistics.median(r.get("cpu_s_per_gib", 0.0) for r in rs),
             "server_busy_median": statistics.median(r["server_busy"] for r in rs),
             "client_busy_median": statistics.median(r["client_busy"] for r in rs),
             "requests": sum(r["requests"] for r in rs),
@@ -323,7 +376,7 @@ def report(raw_path, meta_path, report_path, results_dir):
                 continue
             trows.append(
                 [
-                    c["title"] + (" ¹" if s["tool"] == "oha" else ""),
+                    c["title"] + {"oha": " ¹", "h2load": " ²"}.get(s["tool"], ""),
                     f"{fmt_rps(s['rps_median'])} ({fmt_rps(s['rps_min'])}–{fmt_rps(s['rps_max'])})",
                     fmt_num(s["mib_s_median"], 1),
                     fmt_num(s["p50_ms_median"]),
@@ -385,6 +438,46 @@ def report(raw_path, meta_path, report_path, results_dir):
         ratio_rows,
     )
 
+    # Large blobs: rate and server CPU per GiB, each target against nginx and the control.
+    big_rows = []
+    for c in cases:
+        if "32mib" not in c["name"]:
+            continue
+        n, a = stats.get((c["name"], "nginx")), stats.get((c["name"], "actix"))
+        for t in TARGETS:
+            st = stats.get((c["name"], t))
+            if st is None:
+                continue
+            def vs(other, key, on_top):
+                if not other or other is st or not other[key] or not st[key]:
+                    return "—"
+                return f"{(st[key] / other[key]) if on_top else (other[key] / st[key]):.2f}×"
+            big_rows.append(
+                [
+                    c["title"],
+                    TITLES[t].split(" (")[0],
+                    f"{fmt_num(st['mib_s_median'], 1)}",
+                    f"{st['cpu_s_per_gib_median']:.3f}",
+                    f"{st['server_busy_median']:.0%} / {st['client_busy_median']:.0%}",
+                    vs(n, "mib_s_median", True),
+                    vs(n, "cpu_s_per_gib_median", False),
+                    vs(a, "mib_s_median", True),
+                ]
+            )
+    big_table = md_table(
+        [
+            "case",
+            "target",
+            "MiB/s",
+            "server CPU s/GiB",
+            "busy server / client",
+            "rate / nginx's",
+            "CPU/GiB nginx's / this",
+            "rate / control's",
+        ],
+        big_rows,
+    ) if big_rows else "No large-blob case was run."
+
     # Chart input for gnuplot: one row per case, one column per target (req/s medians).
     with open(os.path.join(results_dir, "req-per-s.dat"), "w") as f:
         f.write("# case " + " ".join(TARGETS) + "\n")
@@ -441,6 +534,7 @@ def report(raw_path, meta_path, report_path, results_dir):
         check_text += "\n\nAfter the load, every target still answered a manifest correctly."
     commands = "\n".join(meta["commands"])
     oha = f", {meta['oha_version']}" if meta.get("oha_version") else ""
+    oha += f", {meta['h2load_version']}" if meta.get("h2load_version") else ""
     noise = (
         f"up to {meta['rustc_seen']} `rustc` processes of other builds were running at some "
         "point during the load"
@@ -502,7 +596,14 @@ to the same files, in the page cache).
   1 MiB as 1 MiB slices like chartreg's, one worker per usable CPU like chartreg; no
   validation, caching headers, access log, metrics or HTTPS.
 - HTTPS: the same self-signed EC P-256 certificate for the three HTTPS servers; wrk speaks HTTP/1.1 over
-  TLS 1.3 on keep-alive connections, so the handshakes happen only when connections open.
+  TLS 1.3 on keep-alive connections, so the handshakes happen only when connections open;
+  h2load (nghttp2) speaks HTTP/2 over TLS 1.3 (ALPN `h2`, which all three offer: nginx with
+  `listen ... ssl http2`).
+- Cases whose title says *server on half a CPU*: while its load runs, the server (nginx with
+  its workers) is held to half a CPU by a CFS quota (a cgroup of 50 ms per 100 ms). Over HTTPS
+  the load generator decrypts every byte on its one CPU, and against an efficient server it is
+  the slower side (busy near 100 % while the server idles): held to half a CPU, every server is
+  the bound, so those rates compare the servers. Busy is then of the half CPU.
 
 ## Method
 
@@ -546,12 +647,26 @@ answer that carries a Content-Length, so it never completes a HEAD request. oha 
 different client (tokio, one thread here): compare the targets with each other on that row,
 not with the rows measured by wrk.
 
+² HTTP/2 is measured with h2load (one thread, one stream per connection): it reports each
+request's mean and maximum time, not percentiles, so those rows show the mean under p50 and the
+maximum under p99.
+
 ### Ratios (above 1: chartreg is better)
 
 req/s: chartreg's median over the other's. CPU/req and p99: the other's median over
 chartreg's, so that above 1 also means chartreg spends less CPU or waits less.
 
 {ratios}
+
+### Large blobs
+
+The 32 MiB blob over HTTP, over HTTPS with HTTP/1.1 (wrk), over HTTPS with HTTP/2 (h2load,
+one stream per connection, its default 1 GiB windows, 16 KiB frames), and over HTTPS with the
+server held to half a CPU: what a cluster pulling image layers asks. Server CPU s/GiB is the server's CPU time over the bytes it sent (medians of the
+rounds): the cost of a download, whatever the client's speed. Above 1 in the last three
+columns: this target is faster, or spends less CPU per GiB, than nginx (or the control).
+
+{big_table}
 
 ![requests per second per case and target]({png_rel})
 

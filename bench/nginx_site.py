@@ -131,7 +131,7 @@ def conf(rundir, site_dir, port, tls=None, workers="auto"):
     if tls:
         tls_port, cert, key = tls
         listen_tls = f"""
-        listen 127.0.0.1:{tls_port} ssl;
+        listen 127.0.0.1:{tls_port} ssl http2;
         ssl_certificate {os.path.abspath(cert)};
         ssl_certificate_key {os.path.abspath(key)};
         ssl_protocols TLSv1.2 TLSv1.3;

@@ -71,6 +71,7 @@ cleanup() {
         kill -KILL "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
+    if declare -F remove_half_group >/dev/null; then remove_half_group; fi
     rm -rf "$RUN"
 }
 trap cleanup EXIT
@@ -284,6 +285,9 @@ ALL_CASES=(
     "catalog|catalog (?n=1000 of 1,002)|catalog|GET|/v2/_catalog?n=1000|$CONNS|0|200"
     "not-found|unknown manifest (404)|404|GET|/v2/$APP/manifests/9.9.9|$CONNS|0|404"
     "tls-manifest-tag|manifest by tag over HTTPS|HTTPS manifest|GET|/v2/$APP/manifests/$APP_TAG|$CONNS|1|200"
+    "tls-blob-32mib|32 MiB blob over HTTPS|HTTPS blob 32 MiB|GET|/v2/$BIG/blobs/$BIG_LAYER|$BIG_CONNS|1|200"
+    "h2-blob-32mib|32 MiB blob over HTTPS, HTTP/2|HTTP/2 blob 32 MiB|GET|/v2/$BIG/blobs/$BIG_LAYER|$BIG_CONNS|2|200"
+    "tls-blob-32mib-half|32 MiB blob over HTTPS, server on half a CPU|HTTPS blob, half CPU|GET|/v2/$BIG/blobs/$BIG_LAYER|$BIG_CONNS|1|200"
 )
 CASES=()
 for c in "${ALL_CASES[@]}"; do
@@ -291,6 +295,47 @@ for c in "${ALL_CASES[@]}"; do
     if [[ -z "${BENCH_CASES:-}" || " $BENCH_CASES " == *" $name "* ]]; then CASES+=("$c"); fi
 done
 ((${#CASES[@]})) || die "BENCH_CASES matches no case"
+
+# Cases named `*-half` hold the server to half a CPU (a CFS quota of 50 ms per 100 ms, cgroup v1
+# or v2) while its load runs: over HTTPS the load generator, decrypting on its own CPU, can be
+# slower than an efficient server, which then idles; held to half a CPU, every server is the
+# bound, and the rates compare the servers.
+HALF_GROUP=""
+half_group() {
+    [[ -n "$HALF_GROUP" ]] && return 0
+    if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control ||
+            echo +cpu >/sys/fs/cgroup/cgroup.subtree_control || return 1
+        HALF_GROUP=/sys/fs/cgroup/chartreg-bench-half
+        mkdir -p "$HALF_GROUP" && echo "50000 100000" >"$HALF_GROUP/cpu.max" || return 1
+        HALF_ROOT=/sys/fs/cgroup
+    elif [[ -d /sys/fs/cgroup/cpu ]]; then
+        HALF_GROUP=/sys/fs/cgroup/cpu/chartreg-bench-half
+        mkdir -p "$HALF_GROUP" && echo 100000 >"$HALF_GROUP/cpu.cfs_period_us" &&
+            echo 50000 >"$HALF_GROUP/cpu.cfs_quota_us" || return 1
+        HALF_ROOT=/sys/fs/cgroup/cpu
+    else
+        return 1
+    fi
+}
+server_pids() { echo "$1"; pgrep -P "$1" || true; }
+hold_to_half() { # PID: the server (and its children) into the half-CPU group
+    local p
+    for p in $(server_pids "$1"); do echo "$p" >"$HALF_GROUP/cgroup.procs"; done
+}
+release_from_half() { # PID
+    local p
+    for p in $(server_pids "$1"); do echo "$p" >"$HALF_ROOT/cgroup.procs"; done
+}
+remove_half_group() {
+    [[ -n "$HALF_GROUP" ]] && rmdir "$HALF_GROUP" 2>/dev/null || true
+}
+for c in "${CASES[@]}"; do
+    if [[ "${c%%|*}" == *-half ]]; then
+        half_group || die "cases *-half need a writable cgroup cpu controller (root): leave them out with BENCH_CASES"
+        break
+    fi
+done
 
 # ---------------------------------------------------------------------------------------------
 # 6. Sanity check: each target answers each case once, correctly, before any load.
@@ -363,7 +408,10 @@ rustc_seen=0
 for c in "${CASES[@]}"; do
     IFS='|' read -r name title short method path conns tls expect <<<"$c"
     tool=wrk
-    if [[ "$method" == HEAD ]]; then
+    if ((tls == 2)); then
+        command -v h2load >/dev/null 2>&1 || die "h2load is missing (HTTP/2 case); run scripts/install-bench-tools.sh"
+        tool=h2load
+    elif [[ "$method" == HEAD ]]; then
         command -v oha >/dev/null 2>&1 || die "oha is missing (HEAD case); run scripts/install-bench-tools.sh"
         tool=oha
     fi
@@ -376,6 +424,8 @@ for c in "${CASES[@]}"; do
             # load) count in the latencies instead of being dropped as errors.
             if [[ "$tool" == wrk ]]; then
                 cmd=(wrk -t1 "-c$conns" "-d$DURATION" --timeout 10s --latency -s "$RUN/get.lua" "$base$path")
+            elif [[ "$tool" == h2load ]]; then
+                cmd=(h2load -t1 "-c$conns" -m1 -D "${DURATION%s}" -H "Accept: application/vnd.oci.image.manifest.v1+json" "$base$path")
             else
                 cmd=(oha --no-tui --output-format json -z "$DURATION" -w -c "$conns" -m "$method" --insecure
                     -H "Accept: application/vnd.oci.image.manifest.v1+json" "$base$path")
@@ -384,11 +434,13 @@ for c in "${CASES[@]}"; do
             spid="${SPID[$t]}"; ((tls)) && spid="${SPID_TLS[$t]}"
             while :; do
                 n=$(pgrep -c -x rustc || true); ((n > rustc_seen)) && rustc_seen=$n
+                [[ "$name" == *-half ]] && hold_to_half "$spid"
                 before=$(cpu_ticks "$spid")
                 client_before=$(children_ticks)
                 "${LOAD_CPU[@]}" "${cmd[@]}" >"$out" 2>&1 || { cat "$out" >&2; die "$tool failed for $name on $t"; }
                 client=$(( $(children_ticks) - client_before ))
                 server=$(( $(cpu_ticks "$spid") - before ))
+                [[ "$name" == *-half ]] && release_from_half "$spid"
                 printf '[bench] %-18s %-13s round %d: ' "$name" "$t" "$rep" >&2
                 rc=0
                 rec=$("${HELPER[@]}" parse "$tool" "$name" "$t" "$rep" "$expect" "$out" \
@@ -450,7 +502,7 @@ cases = []
 for line in os.environ["META_CASES"].splitlines():
     name, title, short, method, path, conns, tls, expect = line.split("|")
     cases.append(dict(name=name, title=title, short=short, method=method, path=path,
-                      connections=int(conns), tls=tls == "1", expect=int(expect)))
+                      connections=int(conns), tls=tls != "0", expect=int(expect)))
 git = sh("git rev-parse --short=12 HEAD")
 if sh("git status --porcelain -- src Cargo.toml Cargo.lock build.rs"):
     git += " plus uncommitted changes in src/ or Cargo files"
@@ -472,6 +524,7 @@ meta = {
     "distribution_version": tools.get("docker-registry", "?"),
     "wrk_version": "wrk " + tools.get("wrk", "?"),
     "oha_version": ("oha " + tools["oha"]) if "oha" in tools else "",
+    "h2load_version": ("h2load " + tools["h2load"]) if "h2load" in tools else "",
     "elapsed": dur($END_TIME - $START_TIME),
     "bench_elapsed": dur($BENCH_END - $BENCH_START),
     "duration": "$DURATION",

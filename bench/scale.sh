@@ -48,6 +48,15 @@ log "building dependencies once, with no content (not timed)"
 mkdir -p "$WORK/empty"
 CHARTREG_ASSETS="$ROOT/$WORK/empty" cargo build --quiet --release --target-dir "$TARGET" --bin chartreg
 
+# serve_pinned PATH: $BIN serving on a free port on CPU 0, waited for until PATH answers; sets
+# PORT and PID.
+serve_pinned() {
+    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    taskset -c 0 "$BIN" serve --listen "127.0.0.1:$PORT" --shutdown-delay 0s 2>/dev/null &
+    PID=$!
+    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$PORT$1" && break; sleep 0.05; done
+}
+
 # measure LABEL SET_KIND SET_SIZE ASSETS MANIFEST_PATH EMBEDDING [ENV...]
 measure() {
     local label=$1 kind=$2 size=$3 assets=$4 path=$5 embedding=$6
@@ -62,11 +71,9 @@ measure() {
     log "$label ($embedding): built in ${build_s}s, peak ${peak_kib} KiB, binary $bytes bytes"
     local probe
     probe=$(python3 bench/scale_probe.py "$BIN" "$path")
-    local port rps=()
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    taskset -c 0 "$BIN" serve --listen "127.0.0.1:$port" --shutdown-delay 0s 2>/dev/null &
-    local pid=$!
-    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port$path" && break; sleep 0.05; done
+    local rps=()
+    serve_pinned "$path"
+    local port=$PORT pid=$PID
     for _ in 1 2 3; do
         rps+=("$(taskset -c 1 wrk -t1 -c32 -d3s "http://127.0.0.1:$port$path" |
             sed -n 's/^Requests\/sec: *//p')")
@@ -114,11 +121,9 @@ measure_images() {
     layer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layer_path"])' "$gen")
     local probe
     probe=$(python3 bench/scale_probe.py "$BIN" "$path")
-    local port rates=()
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    taskset -c 0 "$BIN" serve --listen "127.0.0.1:$port" --shutdown-delay 0s 2>/dev/null &
-    local pid=$!
-    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port$path" && break; sleep 0.05; done
+    local rates=()
+    serve_pinned "$path"
+    local port=$PORT pid=$PID
     local digest
     digest=$(taskset -c 1 curl -sf "http://127.0.0.1:$port$layer" | sha256sum | cut -d' ' -f1)
     [[ "sha256:$digest" == "${layer##*/}" ]] || die "$label: the 1 GiB layer came back as sha256:$digest"

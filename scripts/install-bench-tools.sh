@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what `make bench` (bench/run.sh) needs, each only when missing:
 #
-#   wrk, nginx (nginx-light), gnuplot-nox, openssl, curl   (Debian packages)
+#   wrk, nginx (nginx-light), gnuplot-nox, openssl, curl,   (Debian packages)
+#   h2load (nghttp2-client: the HTTP/2 large-blob case)
 #   .tools/oha/bin/oha   oha 1.16.0 (crates.io, `cargo install --locked`; a few minutes once)
 #   skopeo, docker-registry (CNCF distribution), ...         (scripts/install-tools.sh)
 #
@@ -31,6 +32,7 @@ command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v gnuplot >/dev/null 2>&1 || missing+=(gnuplot-nox)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v h2load >/dev/null 2>&1 || missing+=(nghttp2-client)
 
 if ((${#missing[@]})); then
     log "apt-get install ${missing[*]}"
@@ -63,7 +65,7 @@ fi
 "$ROOT/scripts/install-tools.sh" >/dev/null
 
 export PATH="$PATH:/usr/sbin"
-for t in wrk nginx gnuplot openssl curl docker-registry; do
+for t in wrk nginx gnuplot openssl curl h2load docker-registry; do
     command -v "$t" >/dev/null 2>&1 || die "$t is still missing"
 done
 printf 'wrk             %s\n' "$(wrk -v 2>&1 | awk 'NR==1{print $2}')"
@@ -71,3 +73,4 @@ printf 'nginx           %s\n' "$(nginx -v 2>&1 | sed 's/.*nginx\///')"
 printf 'gnuplot         %s\n' "$(gnuplot --version | awk '{print $2"."$4}')"
 printf 'docker-registry %s\n' "$(docker-registry --version 2>&1 | awk '{print $3}')"
 printf 'oha             %s\n' "$("$OHA" --version | awk '{print $2}')"
+printf 'h2load          %s\n' "$(h2load --version | awk 'NR==1{print $2}')"
