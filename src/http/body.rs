@@ -24,9 +24,10 @@ pub fn from_bytes(data: Bytes) -> BoxBody {
         return data.boxed();
     }
     let size = data.len() as u64;
-    let chunks = (0..data.len())
-        .step_by(CHUNK)
-        .map(move |start| Ok::<_, Infallible>(data.slice(start..(start + CHUNK).min(data.len()))));
+    let chunks = (0..data.len()).step_by(CHUNK).map(move |start| {
+        let end = start.saturating_add(CHUNK).min(data.len());
+        Ok::<_, Infallible>(data.slice(start..end))
+    });
     SizedStream::new(size, futures_util::stream::iter(chunks)).boxed()
 }
 

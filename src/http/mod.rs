@@ -25,6 +25,10 @@
 //! metrics have a listener of their own, `/metrics`; the pages for people (`/`, `/ui/...`)
 //! and the classic Helm repository (`/<prefix>/index.yaml`), in [`pages`].
 
+// Requests and content reach this module: no arithmetic that can overflow or divide by zero
+// (checked, saturating or widened instead), outside tests.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 mod blobs;
 mod body;
 mod error;

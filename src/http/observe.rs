@@ -30,13 +30,20 @@ use crate::metrics::Metrics;
 fn head_bytes(req: &ServiceRequest) -> usize {
     let head = req.head();
     let target = head.uri.path_and_query().map_or(1, |pq| pq.as_str().len());
-    let line = head.method.as_str().len() + target + 12;
-    let headers: usize = head
-        .headers()
+    // `METHOD TARGET HTTP/1.1\r\n`, each `name: value\r\n`, the blank line.
+    let line = head
+        .method
+        .as_str()
+        .len()
+        .saturating_add(target)
+        .saturating_add(12);
+    head.headers()
         .iter()
-        .map(|(name, value)| name.as_str().len() + value.len() + 4)
-        .sum();
-    line + headers + 2
+        .fold(line.saturating_add(2), |size, (name, value)| {
+            size.saturating_add(name.as_str().len())
+                .saturating_add(value.len())
+                .saturating_add(4)
+        })
 }
 
 /// Everything the access line and the metrics need once the body is done.
@@ -86,7 +93,7 @@ impl MessageBody for Observed {
     ) -> Poll<Option<Result<Bytes, Self::Error>>> {
         let polled = Pin::new(&mut self.body).poll_next(cx);
         if let Poll::Ready(Some(Ok(chunk))) = &polled {
-            self.sent += chunk.len() as u64;
+            self.sent = self.sent.saturating_add(chunk.len() as u64);
         }
         polled
     }

@@ -44,9 +44,10 @@ impl Page {
             Some(last) => items.partition_point(|item| item.as_str() <= last.as_str()),
             None => 0,
         };
-        let rest = items.len() - start;
+        // `start` is at most the length (a partition point).
+        let rest = items.len().saturating_sub(start);
         match self.n {
-            Some(n) if n < rest => (start..start + n, n > 0),
+            Some(n) if n < rest => (start..start.saturating_add(n), n > 0),
             _ => (start..items.len(), false),
         }
     }

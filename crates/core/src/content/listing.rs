@@ -22,9 +22,11 @@ impl Listing {
     /// A listing of `names` (sorted by the caller) whose document starts with `head`, the JSON
     /// up to and including the list's `[`.
     pub fn new(head: &str, names: Vec<String>) -> Self {
-        let mut json = String::with_capacity(
-            head.len() + names.iter().map(|n| n.len() + 3).sum::<usize>() + 2,
-        );
+        // Each name quoted, with a comma; `]}` after the last.
+        let capacity = names.iter().fold(head.len().saturating_add(2), |size, n| {
+            size.saturating_add(n.len()).saturating_add(3)
+        });
+        let mut json = String::with_capacity(capacity);
         json.push_str(head);
         let mut spans = Vec::with_capacity(names.len());
         for (i, name) in names.iter().enumerate() {
@@ -83,7 +85,8 @@ impl Listing {
             _ => &b""[..],
         };
         let head = self.json.get(..self.head).unwrap_or_default();
-        let mut out = BytesMut::with_capacity(head.len() + body.len() + 2);
+        let mut out =
+            BytesMut::with_capacity(head.len().saturating_add(body.len()).saturating_add(2));
         out.put_slice(head);
         out.put_slice(body);
         out.put_slice(b"]}");

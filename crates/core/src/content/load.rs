@@ -95,7 +95,7 @@ impl<'f> Layout<'f> {
         let mut index = None;
         for &file in members {
             let path: &str = &file.path;
-            match path.get(root.len() + 1..).unwrap_or_default() {
+            match path.get(root.len().saturating_add(1)..).unwrap_or_default() {
                 OCI_LAYOUT_FILE => {
                     let marker: OciLayout = parse_json(path, &bytes(file)?)?;
                     if marker.image_layout_version != LAYOUT_VERSION {
@@ -249,7 +249,7 @@ impl<'f> Layout<'f> {
             ManifestKind::Index => {
                 let i: ImageIndex = serde_json::from_slice(&data).map_err(manifest_error)?;
                 for child in &i.manifests {
-                    self.manifest(repository, child, depth + 1)?;
+                    self.manifest(repository, child, depth.saturating_add(1))?;
                 }
                 let referrer = i.subject.map(|s| (s, i.artifact_type, i.annotations));
                 (i.schema_version, i.media_type, referrer)

@@ -20,6 +20,10 @@
 //!
 //! No HTTP types live here; `http` maps `Error` to statuses and codes.
 
+// Requests and content reach this module: no arithmetic that can overflow or divide by zero
+// (checked, saturating or widened instead), outside tests.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 mod compare;
 mod facts;
 mod kinds;
@@ -179,7 +183,7 @@ pub struct Blob {
 /// `"<digest>"`, computed once per stored item.
 pub(crate) fn quote(digest: &Digest) -> Bytes {
     let text = digest.as_str();
-    let mut quoted = Vec::with_capacity(text.len() + 2);
+    let mut quoted = Vec::with_capacity(text.len().saturating_add(2));
     quoted.push(b'"');
     quoted.extend_from_slice(text.as_bytes());
     quoted.push(b'"');
@@ -299,8 +303,8 @@ impl Repository {
                     d.size
                 }
             })
-            .sum();
-        own + referenced
+            .fold(0, u64::saturating_add);
+        own.saturating_add(referenced)
     }
 
     /// Says that some blobs of the layout are not served, if so.
@@ -373,21 +377,23 @@ impl Registry {
         let mut names = Vec::with_capacity(repositories.len());
         let mut by_name = HashMap::with_capacity_and_hasher(repositories.len(), Default::default());
         for repository in repositories {
-            summary.tags += repository.tags.len();
-            summary.manifests += repository.manifests.len();
-            summary.blobs += repository.blobs.len();
+            summary.tags = summary.tags.saturating_add(repository.tags.len());
+            summary.manifests = summary.manifests.saturating_add(repository.manifests.len());
+            summary.blobs = summary.blobs.saturating_add(repository.blobs.len());
             for (hash, size) in repository.distinct_content() {
                 if several {
                     distinct.insert(*hash, size);
                 } else {
-                    summary.bytes += size;
+                    summary.bytes = summary.bytes.saturating_add(size);
                 }
             }
             names.push(repository.name().to_owned());
             by_name.insert(repository.name().to_owned(), repository);
         }
         if several {
-            summary.bytes = distinct.values().sum();
+            summary.bytes = distinct
+                .values()
+                .fold(0, |sum, size| sum.saturating_add(*size));
         }
         names.sort_unstable();
         Registry {

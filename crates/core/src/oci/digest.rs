@@ -36,10 +36,15 @@ pub enum DigestError {
     },
 }
 
+/// The sha256 of `data`, as bytes.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
+}
+
 impl Digest {
     /// The sha256 digest of `data`.
     pub fn sha256_of(data: &[u8]) -> Self {
-        Self::from_sha256(Sha256::digest(data).into())
+        Self::from_sha256(sha256(data))
     }
 
     /// The digest for a known sha256 value.

@@ -28,7 +28,7 @@ impl Formatter for GoFormatter {
             };
             writer.write_all(fragment.get(start..i).unwrap_or_default().as_bytes())?;
             writer.write_all(escaped.as_bytes())?;
-            start = i + c.len_utf8();
+            start = i.saturating_add(c.len_utf8());
         }
         writer.write_all(fragment.get(start..).unwrap_or_default().as_bytes())
     }

@@ -5,6 +5,10 @@
 //! Nothing here knows about HTTP or about where bytes come from; `content`, `tree`, the build
 //! tool and the server's `http` all build on it.
 
+// Names, tags and digests from requests are parsed here: no arithmetic that can overflow,
+// outside tests.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
+
 mod digest;
 pub mod gojson;
 pub mod layout;
@@ -12,7 +16,7 @@ pub mod media_type;
 mod name;
 mod tag;
 
-pub use digest::{Digest, DigestError, decode_sha256};
+pub use digest::{Digest, DigestError, decode_sha256, sha256};
 pub use name::{NameError, RepositoryName};
 pub use tag::{Tag, TagError};
 

@@ -71,7 +71,7 @@ fn follows_grammar(name: &[u8]) -> bool {
     }
     // As if after a `/`: a component must start with a letter or digit.
     let mut previous = b'/';
-    let mut underscores = 0;
+    let mut underscores: u32 = 0;
     for &b in name {
         let allowed = match b {
             b'a'..=b'z' | b'0'..=b'9' => true,
@@ -83,7 +83,11 @@ fn follows_grammar(name: &[u8]) -> bool {
         if !allowed {
             return false;
         }
-        underscores = if b == b'_' { underscores + 1 } else { 0 };
+        underscores = if b == b'_' {
+            underscores.saturating_add(1)
+        } else {
+            0
+        };
         previous = b;
     }
     alnum(previous)

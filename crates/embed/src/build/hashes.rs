@@ -133,11 +133,7 @@ fn parse_line(line: &str) -> Option<(Key, [u8; 32])> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chartreg_core::oci::Digest;
-
-    fn sha256(data: &[u8]) -> [u8; 32] {
-        Digest::sha256_of(data).sha256().unwrap()
-    }
+    use chartreg_core::oci::sha256;
 
     #[test]
     fn a_file_is_hashed_once_then_remembered_until_it_changes() {

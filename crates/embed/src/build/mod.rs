@@ -27,7 +27,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use chartreg_core::content::{ContentFile, Registry};
-use chartreg_core::oci::Digest;
+use chartreg_core::oci;
 
 use hashes::Hashes;
 
@@ -127,7 +127,7 @@ pub fn prepare(options: &Options) -> Result<Prepared, Error> {
             continue;
         }
         let data = fs::read(&file).map_err(at(&file))?;
-        let sha256 = Digest::sha256_of(&data).sha256().unwrap_or_default();
+        let sha256 = oci::sha256(&data);
         content.push(ContentFile::new(relative.clone(), data).with_sha256(sha256));
         if let Some(first) = first_with.get(&sha256) {
             let _ = writeln!(aliases, "    ({relative:?}, {first:?}),");
@@ -305,6 +305,13 @@ mod tests {
         }
     }
 
+    /// A temporary folder with the content folder and the output folder in it.
+    fn folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        (dir, folder, out)
+    }
+
     fn options(folder: &Path, out: &Path, threshold: u64) -> Options {
         Options {
             folder: folder.to_owned(),
@@ -329,7 +336,7 @@ mod tests {
                 .iter()
                 .map(|f| {
                     let data = fs::read(f).unwrap();
-                    let sha = Digest::sha256_of(&data).sha256().unwrap();
+                    let sha = oci::sha256(&data);
                     ContentFile::new(relative(folder, f).unwrap(), data).with_sha256(sha)
                 })
                 .collect(),
@@ -340,8 +347,7 @@ mod tests {
 
     #[test]
     fn large_files_become_objects_once_and_are_kept_for_the_next_build() {
-        let dir = tempfile::tempdir().unwrap();
-        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        let (_dir, folder, out) = folders();
         let big = layer(5000, 1);
         layout(&folder, "demo/a", &big);
         layout(&folder, "demo/b", &big);
@@ -351,7 +357,7 @@ mod tests {
         assert_eq!((prepared.objects.len(), prepared.written), (1, 1));
         assert_eq!(prepared.hashed, 2, "two files with the same bytes");
         let linked = fs::read_to_string(out.join("linked.rs")).unwrap();
-        let hex = Digest::sha256_of(&big).encoded().to_owned();
+        let hex = oci::Digest::sha256_of(&big).encoded().to_owned();
         assert_eq!(linked.matches(&object::symbol(&hex)).count(), 2, "{linked}");
         assert!(linked.contains(&format!("demo/a/blobs/sha256/{hex}")));
         // b's small files are a's (marker, index, config, manifest), c's marker and config
@@ -390,8 +396,7 @@ mod tests {
 
     #[test]
     fn manifests_in_large_files_are_read_when_loading_needs_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        let (_dir, folder, out) = folders();
         layout(&folder, "demo/a", b"layer");
         // Every file of 100 bytes and more is left on disk, the manifest among them.
         let prepared = prepare(&options(&folder, &out, 100)).unwrap();
@@ -402,11 +407,13 @@ mod tests {
 
     #[test]
     fn content_that_cannot_be_served_is_a_warning_naming_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        let (_dir, folder, out) = folders();
         let big = layer(5000, 3);
         layout(&folder, "demo/a", &big);
-        let path = format!("demo/a/blobs/sha256/{}", Digest::sha256_of(&big).encoded());
+        let path = format!(
+            "demo/a/blobs/sha256/{}",
+            oci::Digest::sha256_of(&big).encoded()
+        );
         let mut tampered = big.clone();
         tampered[4000] ^= 1;
         fs::write(folder.join(&path), tampered).unwrap();
@@ -422,8 +429,7 @@ mod tests {
 
     #[test]
     fn without_linking_every_file_is_embedded() {
-        let dir = tempfile::tempdir().unwrap();
-        let (folder, out) = (dir.path().join("content"), dir.path().join("out"));
+        let (_dir, folder, out) = folders();
         layout(&folder, "demo/a", &layer(5000, 4));
         let mut options = options(&folder, &out, 0);
         options.link_threshold = None;

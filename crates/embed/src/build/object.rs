@@ -140,13 +140,9 @@ impl Write for Section<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chartreg_core::oci::Digest;
+    use chartreg_core::oci::sha256;
     use object::read::elf::ElfFile64;
     use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SymbolScope};
-
-    fn sha256(data: &[u8]) -> [u8; 32] {
-        Digest::sha256_of(data).sha256().unwrap()
-    }
 
     #[test]
     fn the_object_holds_the_file_under_its_digest() {
