@@ -56,17 +56,16 @@ fn build_with_env(assets: &Path, env: &[(&str, &str)]) -> PathBuf {
 
 /// Builds now: the caller holds `BUILDS`.
 fn build_now(assets: &Path, env: &[(&str, &str)]) -> PathBuf {
+    build_logged(assets, env).0
+}
+
+/// Builds now (the caller holds `BUILDS`); returns the copy of the binary and what cargo
+/// printed (the build script's warnings among it).
+fn build_logged(assets: &Path, env: &[(&str, &str)]) -> (PathBuf, String) {
     let target = common::root().join("target/embed-test");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args([
-            "build",
-            "--locked",
-            "--quiet",
-            "--bin",
-            "chartreg",
-            "--target-dir",
-        ])
+        .args(["build", "--locked", "--bin", "chartreg", "--target-dir"])
         .arg(&target)
         .env("CHARTREG_ASSETS", assets)
         .env_remove("CHARTREG_LINK_THRESHOLD")
@@ -82,7 +81,7 @@ fn build_now(assets: &Path, env: &[(&str, &str)]) -> PathBuf {
     let name = assets.file_name().unwrap().to_string_lossy();
     let copy = assets.with_file_name(format!("chartreg-{name}"));
     fs::copy(target.join("debug/chartreg"), &copy).unwrap();
-    copy
+    (copy, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 fn listed(bin: &Path) -> Vec<String> {
@@ -159,22 +158,30 @@ fn assert_checked_at_build(server: &common::Process) {
 
 /// `bin` will not serve: it exits 1 naming `path`, whose content does not match its name.
 fn refuses_to_start(bin: &Path, path: &str) {
+    refuses_to_start_with(
+        bin,
+        path,
+        "content has digest",
+        "not the digest it is stored under",
+    );
+}
+
+/// `bin` will not serve: it exits 1 naming `path` and saying `why`; `chartreg verify` names it
+/// too, saying `verify_says`.
+fn refuses_to_start_with(bin: &Path, path: &str, why: &str, verify_says: &str) {
     let out = Command::new(bin)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(path) && stderr.contains("content has digest"),
-        "{stderr}"
-    );
+    assert!(stderr.contains(path) && stderr.contains(why), "{stderr}");
     // `chartreg verify` names the file too.
     let out = Command::new(bin).arg("verify").output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "verify: {stderr}");
     assert!(
-        stderr.contains(path) && stderr.contains("not the digest it is stored under"),
+        stderr.contains(path) && stderr.contains(verify_says),
         "verify: {stderr}"
     );
 }
@@ -195,6 +202,73 @@ fn sections(bin: &Path) -> Vec<(String, u64, u64)> {
             Some((fields.first()?.to_string(), hex(2)?, hex(4)?))
         })
         .collect()
+}
+
+/// Content the build cannot serve (a manifest naming a missing blob, an index pointing at no
+/// manifest, invalid JSON): `cargo build` succeeds with a warning naming the file, and the
+/// binary refuses to start, naming it (`chartreg verify` too).
+#[test]
+fn content_that_cannot_be_served_builds_with_a_warning_and_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = layout("demo/one", b"a payload");
+    let layer = good
+        .iter()
+        .find(|(_, data)| data.as_slice() == b"a payload")
+        .map(|(path, _)| path.clone())
+        .unwrap();
+    let index: serde_json::Value = serde_json::from_slice(&good["demo/one/index.json"]).unwrap();
+    let nowhere = format!("sha256:{}", "1".repeat(64));
+    let mut pointing = index.clone();
+    pointing["manifests"][0]["digest"] = nowhere.clone().into();
+    // (folder, the tampering, the file named, what start-up and verify say of it)
+    type Tamper = Box<dyn Fn(&mut Files)>;
+    let layer_path = layer.clone();
+    let cases: Vec<(&str, Tamper, String, &str)> = vec![
+        (
+            "missing",
+            Box::new(move |files: &mut Files| {
+                files.remove(&layer_path);
+            }),
+            layer.clone(),
+            "is missing",
+        ),
+        (
+            "nowhere",
+            Box::new(move |files: &mut Files| {
+                files.insert(
+                    "demo/one/index.json".into(),
+                    serde_json::to_vec(&pointing).unwrap(),
+                );
+            }),
+            format!("demo/one/blobs/sha256/{}", "1".repeat(64)),
+            "is missing",
+        ),
+        (
+            "invalid",
+            Box::new(|files: &mut Files| {
+                files.insert("demo/one/index.json".into(), b"{\"manifests\": [".to_vec());
+            }),
+            "demo/one/index.json".to_owned(),
+            "invalid JSON",
+        ),
+    ];
+    for (name, tamper, path, why) in cases {
+        let dir = tmp.path().join(name);
+        let mut files = good.clone();
+        tamper(&mut files);
+        write(&dir, &files);
+        let (bin, cargo) = {
+            let _one_at_a_time = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+            build_logged(&dir, &[])
+        };
+        assert!(
+            cargo.contains("warning")
+                && cargo.contains("cannot be served")
+                && cargo.contains(&path),
+            "{name}: no warning naming {path}:\n{cargo}"
+        );
+        refuses_to_start_with(&bin, &path, why, why);
+    }
 }
 
 /// Size of the ELF section `name` in `bin`.
@@ -389,20 +463,179 @@ fn status_of(addr: std::net::SocketAddr, path: &str) -> Option<String> {
     response.lines().next().map(str::to_owned)
 }
 
-#[test]
-fn sigterm_drains_a_large_download_and_exits_cleanly() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("big");
-    let payload: Vec<u8> = (0..64u32 * 1024 * 1024)
+/// A binary serving one blob (`demo/big`, tag v1): the blob's bytes and digest beside it.
+struct BigBlob {
+    bin: PathBuf,
+    payload: Vec<u8>,
+    digest: String,
+}
+
+/// Builds the binary serving a blob of `mib` MiB, its content under `target/embed-test`.
+fn big_blob(mib: u32) -> BigBlob {
+    let dir = common::root().join(format!("target/embed-test/content-big-{mib}"));
+    let _ = fs::remove_dir_all(&dir);
+    let payload: Vec<u8> = (0..mib * 1024 * 1024)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
-    let files = layout("demo/big", &payload);
-    write(&dir, &files);
-    let bin = build_with(&dir);
-    let digest = common::sha256(&payload);
+    write(&dir, &layout("demo/big", &payload));
+    BigBlob {
+        bin: build_with(&dir),
+        digest: common::sha256(&payload),
+        payload,
+    }
+}
+
+/// The 64 MiB one, built once for the tests that share it.
+fn big_64() -> &'static BigBlob {
+    static BUILT: std::sync::OnceLock<BigBlob> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| big_blob(64))
+}
+
+/// Downloads `path` from `addr` on a connection of its own, reading `chunk` bytes at a time
+/// and pausing `pause` after each; returns the body's sha256 and when it was whole.
+fn download(
+    addr: std::net::SocketAddr,
+    path: &str,
+    chunk: usize,
+    pause: Duration,
+) -> (String, Instant) {
+    use sha2::{Digest as _, Sha256};
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = vec![0; chunk];
+    let mut head = Vec::new();
+    let mut hasher = Sha256::new();
+    loop {
+        let n = stream.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        let mut data = &buf[..n];
+        if !head.ends_with(b"\r\n\r\n") {
+            // Still in the head: take bytes up to its end.
+            let mut taken = 0;
+            while taken < data.len() && !head.ends_with(b"\r\n\r\n") {
+                head.push(data[taken]);
+                taken += 1;
+            }
+            data = &data[taken..];
+            assert!(
+                head.starts_with(b"HTTP/1.1 200"),
+                "{}",
+                String::from_utf8_lossy(&head)
+            );
+        }
+        hasher.update(data);
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+    }
+    (
+        format!("sha256:{}", hex::encode(hasher.finalize())),
+        Instant::now(),
+    )
+}
+
+/// Many clients download a large blob at once, a quarter of them reading slowly: every
+/// download is byte-exact, the server's anonymous memory grows by at most the write buffer
+/// each download in flight holds (1 MiB, README "Footprint") and some slack, and the fast
+/// clients finish while the slow ones are still reading (an order, not a timed bound).
+/// `make test`: 16 clients, 64 MiB; `CHARTREG_STRESS=10` (`make stress`): 64 clients, 256 MiB.
+#[test]
+fn many_downloads_of_a_large_blob_are_exact_and_bounded() {
+    let stress = std::env::var("CHARTREG_STRESS").is_ok_and(|s| s != "1");
+    let (clients, built) = if stress {
+        (64, Box::leak(Box::new(big_blob(256))) as &BigBlob)
+    } else {
+        (16, big_64())
+    };
+    let server = common::Process::start_with(&built.bin, &[]);
+    let path = format!("/v2/demo/big/blobs/{}", built.digest);
+    let anon_before = server.status_kib("RssAnon");
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(anon_before));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pid = server.pid();
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(kib) = common::status_kib_of(pid, "RssAnon") {
+                    peak.fetch_max(kib, std::sync::atomic::Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    // About 12 MiB/s for a slow client (6 at full size): they take several times as long.
+    let slow_pause = Duration::from_millis(if stress { 40 } else { 20 });
+    let started = Instant::now();
+    let downloads: Vec<_> = (0..clients)
+        .map(|i| {
+            let (addr, path) = (server.addr, path.clone());
+            let slow = i % 4 == 0;
+            let pause = if slow { slow_pause } else { Duration::ZERO };
+            (
+                slow,
+                std::thread::spawn(move || download(addr, &path, 256 * 1024, pause)),
+            )
+        })
+        .collect();
+    let finished: Vec<(bool, String, Instant)> = downloads
+        .into_iter()
+        .map(|(slow, t)| {
+            let (digest, at) = t.join().expect("a download");
+            (slow, digest, at)
+        })
+        .collect();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    sampler.join().unwrap();
+    let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
+    let last_fast = finished.iter().filter(|f| !f.0).map(|f| f.2).max().unwrap();
+    let first_slow = finished.iter().filter(|f| f.0).map(|f| f.2).min().unwrap();
+    eprintln!(
+        "big downloads: {clients} clients ({} slow) x {} MiB in {:.1}s, all exact: {}; RssAnon {anon_before} KiB before, {peak} KiB at most ({:.2} MiB per download); fast done at {:.1}s, first slow at {:.1}s",
+        clients / 4,
+        built.payload.len() >> 20,
+        started.elapsed().as_secs_f64(),
+        finished.iter().all(|f| f.1 == built.digest),
+        (peak - anon_before) as f64 / 1024.0 / clients as f64,
+        (last_fast - started).as_secs_f64(),
+        (first_slow - started).as_secs_f64()
+    );
+    for (slow, digest, _) in &finished {
+        assert_eq!(
+            digest,
+            &built.digest,
+            "a {} download",
+            if *slow { "slow" } else { "fast" }
+        );
+    }
+    assert!(
+        peak <= anon_before + clients * (1024 + 256) + 16 * 1024,
+        "anonymous memory rose from {anon_before} KiB to {peak} KiB for {clients} downloads"
+    );
+    assert!(
+        last_fast < first_slow,
+        "the fast clients waited for the slow ones"
+    );
+    assert!(!server.log().contains("panicked"), "{}", server.log());
+}
+
+#[test]
+fn sigterm_drains_a_large_download_and_exits_cleanly() {
+    let BigBlob {
+        bin,
+        payload,
+        digest,
+    } = big_64();
+    let (bin, digest) = (bin.as_path(), digest.clone());
 
     let mut server = common::Process::start_args(
-        &bin,
+        bin,
         &["--shutdown-delay", "1s", "--shutdown-timeout", "30s"],
         &[],
     );

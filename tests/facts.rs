@@ -330,3 +330,93 @@ fn facts_whose_repositories_are_out_of_order_are_refused() {
     let e = Registry::from_facts(&Bytes::from(swapped), &files).unwrap_err();
     assert!(e.to_string().contains("not in order"), "{e}");
 }
+
+/// `chartreg verify` finds each tampering the issue names in content whose start-up check is
+/// bypassed: the build's record of a file's sha256 lies (start-up then trusts the facts and
+/// would serve the tampered bytes), or a file is gone. Each is reported naming its file.
+#[test]
+fn verify_finds_every_tampering_behind_facts_that_lie() {
+    let good = varied();
+    let good_files = hashed(good.clone());
+    let facts = facts_of(&good_files);
+    let layer = good
+        .iter()
+        .find(|(_, data)| data.as_slice() == b"test/app amd64")
+        .map(|(path, _)| path.clone())
+        .unwrap();
+    let manifest_of_layer = good
+        .iter()
+        .find(|(path, data)| {
+            path.starts_with("test/app/blobs/")
+                && String::from_utf8_lossy(data).contains(layer.rsplit('/').next().unwrap())
+                && String::from_utf8_lossy(data).contains("\"layers\"")
+        })
+        .map(|(path, _)| path.clone())
+        .unwrap();
+    // Each tampering: the file it is about, and the content it leaves.
+    let mut tamperings: Vec<(&str, String, Vec<ContentFile>)> = Vec::new();
+    // A blob whose bytes are not what it is named (and recorded) as.
+    let swapped = lying(&good_files, &layer, b"test/app amd65".to_vec());
+    tamperings.push(("a blob's bytes", layer.clone(), swapped));
+    // A manifest that names a blob that is not there.
+    let mut missing = good_files.clone();
+    missing.retain(|f| f.path != layer);
+    tamperings.push(("a missing blob", layer.clone(), missing));
+    // An index.json that points nowhere.
+    let mut index: serde_json::Value =
+        serde_json::from_slice(&good["test/app/index.json"]).unwrap();
+    index["manifests"][0]["digest"] = format!("sha256:{}", "1".repeat(64)).into();
+    let pointing = serde_json::to_vec(&index).unwrap();
+    let pointing = lying(&good_files, "test/app/index.json", pointing);
+    tamperings.push((
+        "an index pointing nowhere",
+        "test/app/index.json".to_owned(),
+        pointing,
+    ));
+    // Invalid JSON, in the index and in a manifest.
+    let broken = lying(
+        &good_files,
+        "test/app/index.json",
+        b"{\"schemaVersion\": 2,".to_vec(),
+    );
+    tamperings.push(("an invalid index", "test/app/index.json".to_owned(), broken));
+    let broken = lying(
+        &good_files,
+        &manifest_of_layer,
+        b"{\"schemaVersion\"".to_vec(),
+    );
+    tamperings.push(("an invalid manifest", manifest_of_layer.clone(), broken));
+
+    for (what, path, files) in tamperings {
+        // Where a file's record lies, start-up would trust the facts.
+        if files.len() == good_files.len() {
+            assert!(
+                Registry::from_facts(&facts, &files).is_ok(),
+                "{what}: the facts were meant to fool start-up"
+            );
+        }
+        let problems = chartreg::inspect::verify(&Content {
+            files,
+            facts: facts.clone(),
+        });
+        assert!(
+            problems.iter().any(|p| p.contains(&path)),
+            "{what}: verify did not name {path}: {problems:#?}"
+        );
+    }
+}
+
+/// `files` with the file at `path` holding `data`, its recorded sha256 still the old one's (a
+/// record that lies).
+fn lying(files: &[ContentFile], path: &str, data: Vec<u8>) -> Vec<ContentFile> {
+    files
+        .iter()
+        .map(|f| {
+            if f.path == path {
+                ContentFile::new(f.path.clone(), data.clone()).with_sha256(f.sha256.unwrap())
+            } else {
+                f.clone()
+            }
+        })
+        .collect()
+}

@@ -12,6 +12,16 @@ pub struct Process {
     log: Arc<Mutex<String>>,
 }
 
+/// A line of `/proc/PID/status` (`VmRSS`, `RssAnon`, ...), in KiB; `None` once the process
+/// is gone.
+pub fn status_kib_of(pid: u32, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}:")))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 impl Process {
     /// Starts the binary and waits for its "serving ... on http://ADDR" line.
     pub fn start() -> Process {
@@ -40,13 +50,25 @@ impl Process {
 
     /// A line of the process's `/proc/PID/status` (`VmRSS`, `RssAnon`, ...), in KiB.
     pub fn status_kib(&self, key: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("read /proc/PID/status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key}:")))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or_else(|| panic!("{key} in /proc/PID/status"))
+        status_kib_of(self.pid(), key).unwrap_or_else(|| panic!("{key} in /proc/PID/status"))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// CPU time the process's threads have run so far: the sum of their `schedstat` run times
+    /// (nanoseconds; threads that have exited are not counted, and chartreg's live as long as
+    /// it does).
+    pub fn cpu(&self) -> Duration {
+        let tasks =
+            std::fs::read_dir(format!("/proc/{}/task", self.pid())).expect("/proc/PID/task");
+        let nanos: u64 = tasks
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+            .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        Duration::from_nanos(nanos)
     }
 
     /// Sends the process a signal (`"TERM"`, `"INT"`) with kill(1).

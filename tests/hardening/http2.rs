@@ -90,6 +90,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
     let resets = 10_000 * scale();
     let mut sender = connect(&tls, &h2::client::Builder::new()).await;
     let started = Instant::now();
+    let cpu = tls.server.process.cpu();
     let mut sent = 0;
     for _ in 0..resets {
         if !ready(&mut sender).await {
@@ -104,6 +105,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
         }
     }
     let reset_took = started.elapsed();
+    let reset_cpu = tls.server.process.cpu() - cpu;
     assert!(normal(&tls).await, "a normal client after {sent} resets");
 
     // A thousand streams at once on one connection.
@@ -112,6 +114,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
     let mut roomy = h2::client::Builder::new();
     roomy.initial_connection_window_size(16 << 20);
     let mut sender = connect(&tls, &roomy).await;
+    let cpu = tls.server.process.cpu();
     let mut pending = Vec::new();
     for _ in 0..streams {
         if !ready(&mut sender).await {
@@ -141,6 +144,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
             }
         }
     }
+    let streams_cpu = tls.server.process.cpu() - cpu;
     assert!(
         normal(&tls).await,
         "a normal client after {streams} concurrent streams"
@@ -148,6 +152,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
 
     // A 1 MiB header block.
     let mut sender = connect(&tls, &h2::client::Builder::new()).await;
+    let cpu = tls.server.process.cpu();
     let mut big = get("/v2/");
     big.headers_mut().insert(
         "x-big",
@@ -166,6 +171,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
         },
         false => "connection not ready".to_owned(),
     };
+    let big_cpu = tls.server.process.cpu() - cpu;
     assert!(
         !big_status.starts_with('2'),
         "a 1 MiB header block is not served: {big_status}"
@@ -181,6 +187,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
         .initial_window_size(0)
         .initial_connection_window_size(65_535);
     let mut sender = connect(&tls, &builder).await;
+    let cpu = tls.server.process.cpu();
     let mut stalled = Vec::new();
     for _ in 0..100 {
         if !ready(&mut sender).await {
@@ -191,6 +198,7 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
         }
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let stalled_cpu = tls.server.process.cpu() - cpu;
     assert!(
         normal(&tls).await,
         "a normal client beside 100 stalled streams"
@@ -198,7 +206,18 @@ async fn http2_abuse_leaves_the_server_bounded_and_serving() {
 
     let anon_after = tls.server.process.status_kib("RssAnon");
     eprintln!(
-        "h2: {sent} streams reset in {reset_took:?}; {ok} of {streams} concurrent streams answered exactly; 1 MiB header block: {big_status}; 100 streams with a closed window held; RssAnon {anon_before} -> {anon_after} KiB"
+        "h2: {sent} streams reset in {reset_took:?} (server CPU {reset_cpu:?}); {ok} of {streams} concurrent streams answered exactly (server CPU {streams_cpu:?}); 1 MiB header block: {big_status} (server CPU {big_cpu:?}); 100 streams with a closed window held for 0.5 s (server CPU {stalled_cpu:?}); RssAnon {anon_before} -> {anon_after} KiB"
+    );
+    // CPU bounded: a reset costs the server no more than a request would (a generous 1 ms of
+    // CPU each; tens of microseconds here), and a stalled client costs it nothing while it
+    // waits.
+    assert!(
+        reset_cpu <= Duration::from_millis(sent as u64) + Duration::from_secs(1),
+        "{sent} resets took {reset_cpu:?} of server CPU"
+    );
+    assert!(
+        stalled_cpu <= Duration::from_millis(300),
+        "stalled streams took {stalled_cpu:?} of server CPU"
     );
     assert_eq!(
         ok, streams,
