@@ -89,7 +89,8 @@ fuzz:
 # The hardening tests at full size (CHARTREG_STRESS=10: 200,000 requests, 1,000 idle
 # connections, 20,000 connections and 2,000 TLS handshakes of churn, 4,100 slow clients, 1,000
 # stalled TLS handshakes, 64 clients downloading a 256 MiB blob); writes their figures into
-# RELIABILITY.md (scripts/stress.sh). `make test` runs them at a tenth.
+# RELIABILITY.md (scripts/stress.sh). `make test` runs them at a tenth. Packs first: the tests
+# serve assets/, image layouts included, which are not committed.
 .PHONY: stress
-stress:
+stress: assets
 	CARGO=$(CARGO) scripts/stress.sh

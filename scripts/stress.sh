@@ -33,7 +33,8 @@ MARKER = "<!-- stress figures: written by make stress (scripts/stress.sh) -->"
 names = ("load", "idle", "churn", "slow", "tls", "h2", "big downloads")
 found = {}
 for line in open(log, encoding="utf-8", errors="replace"):
-    m = re.match(r"^(%s): (.*)$" % "|".join(names), line.rstrip("\n"))
+    # A figure line starts a line, or follows libtest's `test NAME ... ` on the same line.
+    m = re.search(r"(?:^|\.\.\. )(%s): (.*)$" % "|".join(names), line.rstrip("\n"))
     if m:
         found[m.group(1)] = m.group(2)
 missing = [n for n in names if n not in found]
