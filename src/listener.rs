@@ -3,7 +3,7 @@
 //! Built from actix's parts (`actix-server`, `actix-http`, `actix-tls`) the way actix-web's
 //! `HttpServer` builds them, with one step more for HTTPS: once a connection's handshake is
 //! done (actix-tls: ALPN h2 and http/1.1, a handshake timeout, a bound on handshakes in
-//! progress), its TLS send buffer is raised from rustls's 64 KiB to [`TLS_SEND_BUFFER`].
+//! progress, raised to the connection cap: see [`server`]), its TLS send buffer is raised from rustls's 64 KiB to [`TLS_SEND_BUFFER`].
 //! `HttpServer` gives no way to reach the connection for that.
 //!
 //! Why: the send buffer is how much encrypted data a connection queues before its writes wait,
@@ -56,6 +56,12 @@ pub fn server(
     settings: &Settings,
 ) -> io::Result<Server> {
     let address = listener.local_addr()?;
+    // actix-tls lets a worker run 256 handshakes at once and stops taking connections while
+    // they are all in progress: 256 clients that stall mid-handshake kept every new client
+    // waiting for the handshake timeout (3 s; `make stress`, the `tls` figure). The connection
+    // cap and the timeout already bound them, so handshakes may use every connection slot. Read
+    // by each worker thread when it starts, so set before `run`.
+    actix_tls::accept::max_concurrent_tls_connect(settings.max_connections);
     let builder: ServerBuilder = Server::build()
         .workers(settings.workers)
         .disable_signals()
