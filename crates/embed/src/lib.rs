@@ -22,7 +22,7 @@
 //! The objects' sections are x86-64 *large* data (`.lrodata`, `SHF_X86_64_LARGE`), placed
 //! after `.bss` so that GiBs of them never sit between code and the data it reaches with
 //! 32-bit PC-relative references; the table of linked files refers to them with 64-bit
-//! absolute addresses, which reach anywhere. See [`build::link_args`].
+//! absolute addresses, which reach anywhere. See `build::link_args` (feature `build`).
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "build")]
