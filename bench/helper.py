@@ -687,7 +687,10 @@ Raw numbers: `{res}/raw.jsonl` (one line per load run), `{res}/summary.csv`,
 - **One machine, loopback.** Client and servers share one host. Where the load generator is
   busy near 100 % (the smallest answers from chartreg and nginx), it, not the server, set the
   rate, and the req/s ratio between those two understates the difference: compare CPU/req
-  there.
+  there. The same holds for the large blob over HTTPS with HTTP/1.1: wrk decrypts on one CPU
+  and is the busier side against chartreg (see "busy server / client"), so that rate is the
+  client's ceiling; the case with the server held to half a CPU puts the limit on the server,
+  and CPU per GiB compares the servers whatever the client does.
 - **chartreg's access log is as configured above.** `BENCH_CHARTREG_ACCESS_LOG=off make bench`
   measures it without.
 - **distribution 2.8 rebuilds its URL router on every request.** A CPU profile of this
