@@ -29,7 +29,7 @@ use std::borrow::Cow;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use chartreg_core::content::{Content, ContentFile, Data};
+use chartreg_core::content::{Content, ContentFile};
 use rust_embed::RustEmbed;
 
 #[derive(RustEmbed)]
@@ -51,11 +51,7 @@ fn small(path: Cow<'static, str>) -> Option<ContentFile> {
         Cow::Borrowed(bytes) => Bytes::from_static(bytes),
         Cow::Owned(bytes) => Bytes::from(bytes),
     };
-    Some(ContentFile {
-        path,
-        data: Data::Held(data),
-        sha256: Some(file.metadata.sha256_hash()),
-    })
+    Some(ContentFile::new(path, data).with_sha256(file.metadata.sha256_hash()))
 }
 
 /// What the build found the content to be; empty when it could not say (see build.rs).
@@ -81,24 +77,19 @@ fn embedded() -> Vec<ContentFile> {
             .flat_map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     });
-    files.extend(LINKED.iter().map(|&(path, bytes, sha256)| ContentFile {
-        path: path.into(),
-        data: Data::Held(Bytes::from_static(bytes)),
-        sha256: Some(sha256),
+    files.extend(LINKED.iter().map(|&(path, bytes, sha256)| {
+        ContentFile::new(path, Bytes::from_static(bytes)).with_sha256(sha256)
     }));
     if !ALIASES.is_empty() {
-        let by_path: std::collections::HashMap<&str, (Data, Option<[u8; 32]>)> = files
-            .iter()
-            .map(|f| (f.path.as_ref(), (f.data.clone(), f.sha256)))
-            .collect();
+        let by_path: std::collections::HashMap<&str, &ContentFile> =
+            files.iter().map(|f| (f.path.as_ref(), f)).collect();
+        // An alias is its first file's bytes and sha256 under its own path.
         let shared: Vec<ContentFile> = ALIASES
             .iter()
             .filter_map(|&(path, first)| {
-                let (data, sha256) = by_path.get(first)?.clone();
                 Some(ContentFile {
                     path: path.into(),
-                    data,
-                    sha256,
+                    ..(*by_path.get(first)?).clone()
                 })
             })
             .collect();

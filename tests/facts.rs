@@ -8,17 +8,16 @@ mod common;
 use bytes::Bytes;
 use chartreg_core::content::{Checked, Content, ContentFile, Registry};
 use chartreg_core::oci::layout::{Annotations, ImageIndex};
-use chartreg_core::oci::{Reference, media_type};
+use chartreg_core::oci::{Reference, media_type, sha256};
 use chartreg_core::tree::{Files, LayoutBuilder};
-use sha2::{Digest as _, Sha256};
 
 /// Files with their sha256, as the binary has them.
 fn hashed(files: impl IntoIterator<Item = (String, Vec<u8>)>) -> Vec<ContentFile> {
     files
         .into_iter()
         .map(|(path, data)| {
-            let sha256 = Sha256::digest(&data).into();
-            ContentFile::new(path, data).with_sha256(sha256)
+            let hash = sha256(&data);
+            ContentFile::new(path, data).with_sha256(hash)
         })
         .collect()
 }

@@ -20,9 +20,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use chartreg_core::content::{ContentFile, Registry};
 use chartreg_core::oci::layout::{Descriptor, ImageIndex, ImageManifest, Platform};
-use chartreg_core::oci::{Digest, Reference, RepositoryName, Tag, media_type};
+use chartreg_core::oci::{self, Digest, Reference, RepositoryName, Tag, media_type};
 use chartreg_core::tree::{Files, LayoutBuilder};
-use sha2::{Digest as _, Sha256};
 
 /// A fuzz target: arbitrary bytes in, a panic if anything is wrong.
 pub type Target = fn(&[u8]);
@@ -147,7 +146,7 @@ fn content_files(files: &Files) -> Vec<ContentFile> {
     files
         .iter()
         .map(|(path, data)| {
-            ContentFile::new(path.clone(), data.clone()).with_sha256(Sha256::digest(data).into())
+            ContentFile::new(path.clone(), data.clone()).with_sha256(oci::sha256(data))
         })
         .collect()
 }

@@ -233,7 +233,7 @@ async fn fetch_url(
     // Parallel downloads each stage under their own name.
     let staged = options.out.join(format!(
         ".{}.url-download",
-        hex(sha256_bytes(url.as_bytes()))
+        hex(chartreg_core::oci::sha256(url.as_bytes()))
     ));
     let want = pinned.and_then(|p| sha256_of_hex(&p.sha256));
     if url.starts_with("http://") || url.starts_with("https://") {
@@ -265,11 +265,6 @@ async fn fetch_url(
         manifest: None,
         file: options.recorded(&target),
     })
-}
-
-fn sha256_bytes(data: &[u8]) -> [u8; 32] {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(data).into()
 }
 
 /// A downloaded package, checked to be a chart Helm loads, renamed to

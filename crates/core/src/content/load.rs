@@ -16,11 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use sha2::{Digest as _, Sha256};
-
-use super::problem::{MAX_NESTING, fail};
 use bytes::Bytes;
 
+use super::problem::{MAX_NESTING, fail};
 use super::{
     Blob, ContentFile, Data, HashMap, LoadError, Manifest, Problem, Registry, Repository,
     Sha256Map, quote,
@@ -30,7 +28,7 @@ use crate::oci::layout::{
     OciLayout, REF_NAME,
 };
 use crate::oci::media_type::{ManifestKind, manifest_kind};
-use crate::oci::{Digest, RepositoryName, Tag, decode_sha256};
+use crate::oci::{Digest, RepositoryName, Tag, decode_sha256, sha256};
 
 pub(super) fn registry(
     files: impl IntoIterator<Item = ContentFile>,
@@ -315,10 +313,9 @@ fn blob_hash(file: &ContentFile, inner: &str) -> Result<[u8; 32], LoadError> {
     if algorithm != "sha256" {
         return fail(path, Problem::Algorithm(algorithm.to_owned()));
     }
-    let hash = match (file.sha256, &file.data) {
-        (Some(hash), _) => hash,
-        (None, Data::Held(bytes)) => Sha256::digest(bytes).into(),
-        (None, Data::OnDisk { .. }) => Sha256::digest(bytes(file)?).into(),
+    let hash = match file.sha256 {
+        Some(hash) => hash,
+        None => sha256(&bytes(file)?),
     };
     if named == Some(hash) {
         return Ok(hash);
