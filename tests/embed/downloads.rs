@@ -3,35 +3,6 @@
 
 use super::*;
 
-/// GETs `path` and reads the response slowly (`chunk` bytes, then `pause`), returning the
-/// status line and the body.
-fn slow_get(
-    addr: std::net::SocketAddr,
-    path: &str,
-    chunk: usize,
-    pause: Duration,
-) -> (String, Vec<u8>) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = Vec::new();
-    let mut buf = vec![0; chunk];
-    loop {
-        let n = stream.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        response.extend_from_slice(&buf[..n]);
-        std::thread::sleep(pause);
-    }
-    let split = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&response[..split]).into_owned();
-    (head, response[split + 4..].to_vec())
-}
-
 fn status_of(addr: std::net::SocketAddr, path: &str) -> Option<String> {
     let mut stream = TcpStream::connect(addr).ok()?;
     write!(
@@ -72,14 +43,19 @@ fn big_64() -> &'static BigBlob {
     BUILT.get_or_init(|| big_blob(64))
 }
 
+/// What one download got: the response head, the body's length and sha256, and when it was
+/// whole.
+struct Downloaded {
+    head: String,
+    len: usize,
+    digest: String,
+    at: Instant,
+}
+
 /// Downloads `path` from `addr` on a connection of its own, reading `chunk` bytes at a time
-/// and pausing `pause` after each; returns the body's sha256 and when it was whole.
-fn download(
-    addr: std::net::SocketAddr,
-    path: &str,
-    chunk: usize,
-    pause: Duration,
-) -> (String, Instant) {
+/// and pausing `pause` after each. The body is hashed as it arrives, never held: many
+/// downloads of a large blob run at once.
+fn download(addr: std::net::SocketAddr, path: &str, chunk: usize, pause: Duration) -> Downloaded {
     use sha2::{Digest as _, Sha256};
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
@@ -89,6 +65,7 @@ fn download(
     .unwrap();
     let mut buf = vec![0; chunk];
     let mut head = Vec::new();
+    let mut len = 0;
     let mut hasher = Sha256::new();
     loop {
         let n = stream.read(&mut buf).unwrap();
@@ -104,21 +81,19 @@ fn download(
                 taken += 1;
             }
             data = &data[taken..];
-            assert!(
-                head.starts_with(b"HTTP/1.1 200"),
-                "{}",
-                String::from_utf8_lossy(&head)
-            );
         }
         hasher.update(data);
+        len += data.len();
         if !pause.is_zero() {
             std::thread::sleep(pause);
         }
     }
-    (
-        format!("sha256:{}", hex::encode(hasher.finalize())),
-        Instant::now(),
-    )
+    Downloaded {
+        head: String::from_utf8_lossy(&head).trim_end().to_owned(),
+        len,
+        digest: format!("sha256:{}", hex::encode(hasher.finalize())),
+        at: Instant::now(),
+    }
 }
 
 /// Many clients download a large blob at once, a quarter of them reading slowly: every
@@ -165,35 +140,43 @@ fn many_downloads_of_a_large_blob_are_exact_and_bounded() {
             )
         })
         .collect();
-    let finished: Vec<(bool, String, Instant)> = downloads
+    let finished: Vec<(bool, Downloaded)> = downloads
         .into_iter()
-        .map(|(slow, t)| {
-            let (digest, at) = t.join().expect("a download");
-            (slow, digest, at)
-        })
+        .map(|(slow, t)| (slow, t.join().expect("a download")))
         .collect();
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     sampler.join().unwrap();
     let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
-    let last_fast = finished.iter().filter(|f| !f.0).map(|f| f.2).max().unwrap();
-    let first_slow = finished.iter().filter(|f| f.0).map(|f| f.2).min().unwrap();
+    let last_fast = finished
+        .iter()
+        .filter(|f| !f.0)
+        .map(|f| f.1.at)
+        .max()
+        .unwrap();
+    let first_slow = finished
+        .iter()
+        .filter(|f| f.0)
+        .map(|f| f.1.at)
+        .min()
+        .unwrap();
     eprintln!(
         "big downloads: {clients} clients ({} slow) x {} MiB in {:.1}s, all exact: {}; RssAnon {anon_before} KiB before, {peak} KiB at most ({:.2} MiB per download); fast done at {:.1}s, first slow at {:.1}s",
         clients / 4,
         built.payload.len() >> 20,
         started.elapsed().as_secs_f64(),
-        finished.iter().all(|f| f.1 == built.digest),
+        finished.iter().all(|f| f.1.digest == built.digest),
         (peak - anon_before) as f64 / 1024.0 / clients as f64,
         (last_fast - started).as_secs_f64(),
         (first_slow - started).as_secs_f64()
     );
-    for (slow, digest, _) in &finished {
-        assert_eq!(
-            digest,
-            &built.digest,
-            "a {} download",
-            if *slow { "slow" } else { "fast" }
+    for (slow, got) in &finished {
+        let kind = if *slow { "slow" } else { "fast" };
+        assert!(
+            got.head.starts_with("HTTP/1.1 200"),
+            "a {kind} download: {}",
+            got.head
         );
+        assert_eq!(got.digest, built.digest, "a {kind} download");
     }
     assert!(
         peak <= anon_before + clients * (1024 + 256) + 16 * 1024,
@@ -229,7 +212,7 @@ fn sigterm_drains_a_large_download_and_exits_cleanly() {
     // A download read at about 20 MiB/s: in flight for about 3 s.
     let path = format!("/v2/demo/big/blobs/{digest}");
     let download =
-        std::thread::spawn(move || slow_get(addr, &path, 256 * 1024, Duration::from_millis(12)));
+        std::thread::spawn(move || download(addr, &path, 256 * 1024, Duration::from_millis(12)));
     std::thread::sleep(Duration::from_millis(300));
 
     let signalled = Instant::now();
@@ -263,14 +246,14 @@ fn sigterm_drains_a_large_download_and_exits_cleanly() {
         "no new connections after the delay"
     );
     if download.is_finished() {
-        let (head, body) = download.join().unwrap();
-        panic!("download ended early: {head} {} bytes", body.len());
+        let got = download.join().unwrap();
+        panic!("download ended early: {} {} bytes", got.head, got.len);
     }
 
-    let (head, body) = download.join().unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert_eq!(body.len(), payload.len(), "the whole blob arrived");
-    assert_eq!(common::sha256(&body), digest, "intact");
+    let got = download.join().unwrap();
+    assert!(got.head.starts_with("HTTP/1.1 200"), "{}", got.head);
+    assert_eq!(got.len, payload.len(), "the whole blob arrived");
+    assert_eq!(got.digest, digest, "intact");
 
     let status = server.wait();
     assert_eq!(status.code(), Some(0), "{}", server.log());

@@ -20,15 +20,20 @@ fn str_path(p: &Path) -> &str {
 
 /// The classic index the server at `base` serves, parsed (`ca` to trust for HTTPS).
 fn index(base: &str, ca: Option<&Path>) -> serde_yaml_ng::Value {
+    serde_yaml_ng::from_slice(&fetched(&format!("{base}/charts/index.yaml"), ca, &[]))
+        .expect("YAML")
+}
+
+/// The body of a successful GET of `url` with curl (`ca` to trust for HTTPS, extra `args`).
+fn fetched(url: &str, ca: Option<&Path>, args: &[&str]) -> Vec<u8> {
     let mut cmd = Command::new(common::tool("curl").expect("curl"));
-    cmd.arg("-sf");
+    cmd.arg("-sf").args(args);
     if let Some(ca) = ca {
         cmd.arg("--cacert").arg(ca);
     }
-    cmd.arg(format!("{base}/charts/index.yaml"));
-    let out = common::output_of(&mut cmd, "curl");
+    let out = common::output_of(cmd.arg(url), "curl");
     assert!(out.status.success(), "{}", describe(&out));
-    serde_yaml_ng::from_slice(&out.stdout).expect("YAML")
+    out.stdout
 }
 
 /// Every (chart, version) the classic index lists, with its package sha256.
@@ -161,15 +166,12 @@ fn classic_steps(helm: &Helm, url: &str, ca: Option<&Path>) {
 
 /// The overview page fetched from `base` (`ca` to trust for HTTPS).
 fn overview(base: &str, ca: Option<&Path>) -> String {
-    let mut cmd = Command::new(common::tool("curl").expect("curl"));
-    cmd.args(["-sf", "-H", "Accept: text/html"]);
-    if let Some(ca) = ca {
-        cmd.arg("--cacert").arg(ca);
-    }
-    cmd.arg(format!("{base}/"));
-    let out = common::output_of(&mut cmd, "curl");
-    assert!(out.status.success(), "{}", describe(&out));
-    String::from_utf8(out.stdout).expect("UTF-8")
+    String::from_utf8(fetched(
+        &format!("{base}/"),
+        ca,
+        &["-H", "Accept: text/html"],
+    ))
+    .expect("UTF-8")
 }
 
 #[test]

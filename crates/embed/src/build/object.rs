@@ -152,7 +152,7 @@ mod tests {
         let data: Vec<u8> = (0..(2 * PIECE + 4099) as u32)
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
-        fs_write(&source, &data);
+        std::fs::write(&source, &data).unwrap();
         let dest = dir.path().join("layer.o");
         let hash = sha256(&data);
         write(&source, data.len() as u64, &hash, &dest).unwrap();
@@ -186,7 +186,7 @@ mod tests {
     fn a_file_that_is_not_what_was_hashed_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("layer");
-        fs_write(&source, b"layer bytes");
+        std::fs::write(&source, b"layer bytes").unwrap();
         let dest = dir.path().join("layer.o");
         let e = write(&source, 11, &sha256(b"other bytes"), &dest).unwrap_err();
         assert!(e.to_string().contains("changed while the build ran"), "{e}");
@@ -194,9 +194,5 @@ mod tests {
         assert!(e.to_string().contains("changed while the build ran"), "{e}");
         let e = write(&source, 12, &sha256(b"layer bytes"), &dest).unwrap_err();
         assert!(e.to_string().contains("changed while the build ran"), "{e}");
-    }
-
-    fn fs_write(path: &Path, data: &[u8]) {
-        std::fs::write(path, data).unwrap();
     }
 }
