@@ -3,8 +3,9 @@
 //! Built from actix's parts (`actix-server`, `actix-http`, `actix-tls`) the way actix-web's
 //! `HttpServer` builds them, with one step more for HTTPS: once a connection's handshake is
 //! done (actix-tls: ALPN h2 and http/1.1, a handshake timeout, a bound on handshakes in
-//! progress, raised to the connection cap: see [`server`]), its TLS send buffer is raised from rustls's 64 KiB to [`TLS_SEND_BUFFER`].
-//! `HttpServer` gives no way to reach the connection for that.
+//! progress, raised to the connection cap: see [`server`]), its TLS send buffer is raised from
+//! rustls's 64 KiB to [`TLS_SEND_BUFFER`]. `HttpServer` gives no way to reach the connection
+//! for that.
 //!
 //! Why: the send buffer is how much encrypted data a connection queues before its writes wait,
 //! so it is the most one write to the socket carries. 64 KiB of plaintext is four 16 KiB records

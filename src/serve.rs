@@ -1,8 +1,8 @@
 //! `chartreg serve`: the server around the HTTP application.
 //!
 //! Start-up, in order: load TLS files (if any) and the content, bind the listeners, build the
-//! servers (the main one in `listener`), mark ready, log one summary line. Any failure before that is an error naming what
-//! failed, and nothing listens.
+//! servers (the main one in `listener`), mark ready, log one summary line. Any failure before
+//! that is an error naming what failed, and nothing listens.
 //!
 //! Shutdown, on SIGTERM or SIGINT (handled here; actix's own handling is off because its SIGINT
 //! is a forced stop): `/readyz` answers 503 at once; requests are served for `shutdown_delay`
