@@ -15,6 +15,7 @@ pub mod layout;
 pub mod media_type;
 mod name;
 mod tag;
+pub mod version;
 
 pub use digest::{Digest, DigestError, decode_sha256, sha256};
 pub use name::{NameError, RepositoryName};

@@ -28,7 +28,7 @@ mod layout;
 mod write;
 
 pub use layout::LayoutBuilder;
-pub use write::{Outcome, WriteError, holds_tree as holds, replace};
+pub use write::{Outcome, WriteError, holds_tree as holds, replace, swap_in};
 
 /// Paths (relative to the content root) and bytes of one or more layouts, in memory.
 pub type Files = BTreeMap<String, Vec<u8>>;

@@ -62,19 +62,30 @@ pub fn replace(tree: &Tree, out: &Path, prefix: &str) -> Result<Outcome, WriteEr
         let _ = fs::remove_dir_all(&staging);
         return Err(e);
     }
-    if target.exists() {
-        fs::rename(&target, &previous).map_err(io_at(&target))?;
+    swap_in(&staging, &target, &previous)?;
+    Ok(Outcome::Written)
+}
+
+/// Puts the complete folder `staging` where `target` is: the old folder is renamed to
+/// `previous` (beside it), the staged one renamed in, the old one removed. A failure leaves
+/// the old folder in place; no reader ever sees a part of either.
+pub fn swap_in(staging: &Path, target: &Path, previous: &Path) -> Result<(), WriteError> {
+    if previous.exists() {
+        fs::remove_dir_all(previous).map_err(io_at(previous))?;
     }
-    if let Err(e) = fs::rename(&staging, &target) {
+    if target.exists() {
+        fs::rename(target, previous).map_err(io_at(target))?;
+    }
+    if let Err(e) = fs::rename(staging, target) {
         if previous.exists() {
-            let _ = fs::rename(&previous, &target);
+            let _ = fs::rename(previous, target);
         }
-        return Err(io_at(&target)(e));
+        return Err(io_at(target)(e));
     }
     if previous.exists() {
-        fs::remove_dir_all(&previous).map_err(io_at(&previous))?;
+        fs::remove_dir_all(previous).map_err(io_at(previous))?;
     }
-    Ok(Outcome::Written)
+    Ok(())
 }
 
 /// Whether the folder `<out>/<prefix>` already holds exactly `tree` (whose paths all start
