@@ -165,3 +165,110 @@ fn a_served_chart_folder_is_what_helm_makes_of_the_folder(
         helm.name
     );
 }
+
+/// Upstream's shape (projectcalico/calico): the tigera-operator chart's `crds/calico` links to
+/// a folder beside the chart, inside the same repository.
+fn linked_chart(repo: &Path) -> PathBuf {
+    let crds = repo.join("libcalico-go/config/crd");
+    fs::create_dir_all(&crds).unwrap();
+    fs::write(
+        crds.join("crd.projectcalico.org_ippools.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: ippools.crd.projectcalico.org\n",
+    )
+    .unwrap();
+    let folder = chart_folder(&repo.join("charts"), "tigera-operator", "3.26.4");
+    fs::create_dir_all(folder.join("crds")).unwrap();
+    std::os::unix::fs::symlink("../../../libcalico-go/config/crd", folder.join("crds/calico"))
+        .unwrap();
+    folder
+}
+
+#[rstest]
+fn a_link_leaving_the_chart_but_not_the_content_repository_is_followed_as_helm_follows_it(
+    #[values("helm3", "helm4")] helm: &'static str,
+) {
+    let Some(helm) = Helm::new(helm) else {
+        return;
+    };
+    let repo = tempfile::tempdir().unwrap();
+    let folder = linked_chart(repo.path());
+    let content = repo.path().join("content.yaml");
+    fs::write(&content, "charts:\n  from: [charts/tigera-operator]\n").unwrap();
+    let out = repo.path().join("assets");
+    let packed = common::chartreg_build(&[
+        "pack",
+        "--config",
+        str_path(&content),
+        "--out",
+        str_path(&out),
+    ]);
+    let warning = String::from_utf8_lossy(&packed.stderr);
+    assert!(
+        warning.contains(&format!(
+            "warning: {}: a symbolic link that leaves the chart folder",
+            folder.join("crds/calico").display()
+        )),
+        "{warning}"
+    );
+    let registry =
+        chartreg_core::content::Registry::from_files(common::files_in(&out)).unwrap();
+    let server = InProcess::start(registry);
+    let pulled = tempfile::tempdir().unwrap();
+    helm.ok(&[
+        "pull",
+        &format!("oci://{}/charts/tigera-operator", server.host()),
+        "--version",
+        "3.26.4",
+        "--plain-http",
+        "--destination",
+        str_path(pulled.path()),
+    ]);
+    let ours = entries(&common::read(&pulled.path().join("tigera-operator-3.26.4.tgz")));
+    let theirs_dir = tempfile::tempdir().unwrap();
+    helm.ok(&[
+        "package",
+        str_path(&folder),
+        "--destination",
+        str_path(theirs_dir.path()),
+    ]);
+    let theirs = entries(&common::read(
+        &theirs_dir.path().join("tigera-operator-3.26.4.tgz"),
+    ));
+    assert!(
+        theirs.contains_key("tigera-operator/crds/calico/crd.projectcalico.org_ippools.yaml"),
+        "{:?}",
+        theirs.keys()
+    );
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>(),
+        "{}: the same files as `helm package`",
+        helm.name
+    );
+    for (path, data) in theirs.iter().filter(|(p, _)| !p.ends_with("Chart.yaml")) {
+        assert_eq!(&ours[path], data, "{}: {path}", helm.name);
+    }
+
+    // A content file whose folder does not hold the link's target: refused, naming the link.
+    let inner = repo.path().join("charts/content.yaml");
+    fs::write(&inner, "charts:\n  from: [tigera-operator]\n").unwrap();
+    let refused = common::output_of(
+        Command::new(common::chartreg_build_bin()).args([
+            "pack",
+            "--config",
+            str_path(&inner),
+            "--out",
+            str_path(&repo.path().join("other")),
+        ]),
+        "chartreg-build pack",
+    );
+    let e = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{e}");
+    assert!(
+        e.contains(&format!(
+            "{}: a symbolic link that leaves the folder holding the content file",
+            folder.join("crds/calico").display()
+        )),
+        "{e}"
+    );
+}

@@ -126,7 +126,14 @@ impl PackArgs {
         let mut charts = Vec::new();
         let mut layouts = Vec::new();
         let mut prefix = None;
+        let mut links_within = None;
         if let Some(path) = &self.config {
+            links_within = Some(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(std::path::Path::new("."))
+                    .to_owned(),
+            );
             let file = ContentFile::read(path)?;
             if let Some(c) = &file.charts {
                 charts.extend(c.from.iter().cloned());
@@ -161,6 +168,7 @@ impl PackArgs {
                 .unwrap_or_else(|| "charts".to_owned()),
             layouts,
             out: self.out.clone(),
+            links_within,
         })
     }
 }
@@ -193,6 +201,7 @@ fn run_pack(args: &PackArgs) -> Result<(), String> {
     let request = args.request()?;
     if args.check {
         let report = pack::check(&request).map_err(|e| e.to_string())?;
+        warn(&report);
         println!(
             "up to date: {} ({})",
             request.out.display(),
@@ -201,6 +210,7 @@ fn run_pack(args: &PackArgs) -> Result<(), String> {
         return Ok(());
     }
     let report = pack::pack(&request).map_err(|e| e.to_string())?;
+    warn(&report);
     let what = match report.outcome() {
         chartreg_core::tree::Outcome::Written => "wrote",
         chartreg_core::tree::Outcome::Unchanged => "unchanged:",
@@ -289,6 +299,12 @@ fn run_import(args: &ImportArgs) -> Result<(), String> {
         println!("  note: {note}");
     }
     Ok(())
+}
+
+fn warn(report: &Report) {
+    for warning in &report.warnings {
+        eprintln!("chartreg-build: warning: {warning}");
+    }
 }
 
 fn counts(report: &Report) -> String {

@@ -237,8 +237,8 @@ pub fn chart_folder(data: &[u8]) {
             return;
         }
     }
-    if let Ok(package) = chartreg_build::pack::ChartPackage::from_folder(&folder) {
-        let again = chartreg_build::pack::ChartPackage::from_folder(&folder)
+    if let Ok(package) = chartreg_build::pack::ChartPackage::from_folder(&folder, None) {
+        let again = chartreg_build::pack::ChartPackage::from_folder(&folder, None)
             .map(|p| p.layer.digest().clone())
             .ok();
         assert_eq!(

@@ -3,9 +3,12 @@
 //!
 //! What goes in, as Helm's loader and `helm package` decide it:
 //! 1. Every regular file under the folder, walked in name order, except what the folder's
-//!    `.helmignore` rules ignore (see `helmignore`; `templates/.?*` always); symbolic links are
-//!    followed when they stay inside the folder and refused when they leave it. A UTF-8 byte
-//!    order mark is stripped from every file, as the loader strips it.
+//!    `.helmignore` rules ignore (see `helmignore`; `templates/.?*` always). Symbolic links are
+//!    followed, as `helm package` follows them, when they stay inside the chart folder, or
+//!    inside the folder holding the content file (a team's content repository: upstream charts
+//!    such as tigera-operator link `crds/` to a folder beside the chart; each such link is a
+//!    warning); one that leads elsewhere is refused. A UTF-8 byte order mark is stripped from
+//!    every file, as the loader strips it.
 //! 2. Under `charts/`, each entry is a subchart: a folder holding a `Chart.yaml`, or a `.tgz`
 //!    package, which is unpacked (so a `helm dependency update` that only rewrote the archives
 //!    changes nothing); `.prov` files stay as files; entries starting with `_` or `.` are
@@ -45,12 +48,21 @@ pub(super) fn is_chart_folder(path: &Path) -> bool {
     path.join("Chart.yaml").is_file()
 }
 
-/// Packages the chart folder `folder`: the package's bytes and what it holds.
-pub(super) fn package(folder: &Path) -> Result<(Vec<u8>, Chart), PackError> {
+/// A chart folder packaged: the package's bytes, what it holds, and what was worth a warning.
+pub(super) struct Packaged {
+    pub data: Vec<u8>,
+    pub chart: Chart,
+    pub warnings: Vec<String>,
+}
+
+/// Packages the chart folder `folder`, following symbolic links inside it or inside
+/// `links_within` (the content file's folder).
+pub(super) fn package(folder: &Path, links_within: Option<&Path>) -> Result<Packaged, PackError> {
     if !is_chart_folder(folder) {
         return Err(at(&folder.join("Chart.yaml"))(Problem::NotAChartFolder));
     }
-    let files = read_folder(folder)?;
+    let mut warnings = Vec::new();
+    let files = read_folder(folder, links_within, &mut warnings)?;
     let chart = split(folder.to_owned(), files)?;
     let mtime = match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(value) => value
@@ -69,11 +81,19 @@ pub(super) fn package(folder: &Path) -> Result<(Vec<u8>, Chart), PackError> {
         };
         at(&folder.join(file))(problem)
     })?;
-    Ok((tgz, read))
+    Ok(Packaged {
+        data: tgz,
+        chart: read,
+        warnings,
+    })
 }
 
 /// Every file of the folder Helm's loader would take, by `/`-separated relative path.
-fn read_folder(folder: &Path) -> Result<BTreeMap<String, Vec<u8>>, PackError> {
+fn read_folder(
+    folder: &Path,
+    links_within: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<BTreeMap<String, Vec<u8>>, PackError> {
     let ignore_file = folder.join(".helmignore");
     let rules = match fs::read_to_string(&ignore_file) {
         Ok(text) => Rules::parse(&text)
@@ -82,69 +102,102 @@ fn read_folder(folder: &Path) -> Result<BTreeMap<String, Vec<u8>>, PackError> {
         Err(e) => return Err(io_at(&ignore_file)(e)),
     };
     let root = folder.canonicalize().map_err(io_at(folder))?;
-    let mut files = BTreeMap::new();
-    let mut walking = vec![root.clone()];
-    walk(&root, folder, "", &rules, &mut walking, &mut files)?;
-    Ok(files)
+    let bound = match links_within {
+        Some(within) => Some(within.canonicalize().map_err(io_at(within))?),
+        None => None,
+    };
+    let mut walk = Walk {
+        root: &root,
+        bound: bound.as_deref(),
+        rules: &rules,
+        walking: vec![root.clone()],
+        files: BTreeMap::new(),
+        warnings,
+    };
+    walk.folder(folder, "")?;
+    Ok(walk.files)
 }
 
-/// Walks `dir` (shown as `shown`, at `relative` in the chart), following symbolic links that
-/// stay inside `root`.
-fn walk(
-    root: &Path,
-    shown: &Path,
-    relative: &str,
-    rules: &Rules,
-    walking: &mut Vec<PathBuf>,
-    files: &mut BTreeMap<String, Vec<u8>>,
-) -> Result<(), PackError> {
-    let mut entries: Vec<_> = fs::read_dir(shown)
-        .map_err(io_at(shown))?
-        .map(|e| e.map(|e| e.file_name()))
-        .collect::<Result<_, _>>()
-        .map_err(io_at(shown))?;
-    entries.sort();
-    for name in entries {
-        let path = shown.join(&name);
-        let Some(name) = name.to_str() else {
-            return Err(at(&path)(Problem::NotUtf8Name));
-        };
-        let inner = if relative.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{relative}/{name}")
-        };
-        let real = path.canonicalize().map_err(io_at(&path))?;
-        if !real.starts_with(root) {
-            return Err(at(&path)(Problem::SymlinkOutside(real)));
-        }
-        let meta = fs::metadata(&real).map_err(io_at(&path))?;
-        if meta.is_dir() {
-            if rules.ignores(&inner, true) {
+/// A chart folder being read.
+struct Walk<'a> {
+    /// The chart folder, links resolved.
+    root: &'a Path,
+    /// Where links may lead besides `root` (the content file's folder).
+    bound: Option<&'a Path>,
+    rules: &'a Rules,
+    /// The folders being walked, links resolved (a link back to one is a loop).
+    walking: Vec<PathBuf>,
+    files: BTreeMap<String, Vec<u8>>,
+    warnings: &'a mut Vec<String>,
+}
+
+impl Walk<'_> {
+    /// Walks `shown` (at `relative` in the chart), following symbolic links that stay inside
+    /// the chart folder or `bound`.
+    fn folder(&mut self, shown: &Path, relative: &str) -> Result<(), PackError> {
+        let (root, rules) = (self.root, self.rules);
+        let mut entries: Vec<_> = fs::read_dir(shown)
+            .map_err(io_at(shown))?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()
+            .map_err(io_at(shown))?;
+        entries.sort();
+        for name in entries {
+            let path = shown.join(&name);
+            let Some(name) = name.to_str() else {
+                return Err(at(&path)(Problem::NotUtf8Name));
+            };
+            let inner = if relative.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{relative}/{name}")
+            };
+            let real = path.canonicalize().map_err(io_at(&path))?;
+            if !real.starts_with(self.bound.unwrap_or(root)) && !real.starts_with(root) {
+                return Err(at(&path)(Problem::SymlinkOutside {
+                    target: real,
+                    bound: self.bound.map(Path::to_owned),
+                }));
+            }
+            let link = fs::symlink_metadata(&path)
+                .map_err(io_at(&path))?
+                .file_type()
+                .is_symlink();
+            if link && !real.starts_with(root) {
+                self.warnings.push(format!(
+                "{}: a symbolic link that leaves the chart folder, to {}: its files are packaged (as `helm package` does)",
+                path.display(),
+                real.display()
+            ));
+            }
+            let meta = fs::metadata(&real).map_err(io_at(&path))?;
+            if meta.is_dir() {
+                if rules.ignores(&inner, true) {
+                    continue;
+                }
+                if self.walking.contains(&real) {
+                    return Err(at(&path)(Problem::SymlinkLoop));
+                }
+                self.walking.push(real);
+                self.folder(&path, &inner)?;
+                self.walking.pop();
                 continue;
             }
-            if walking.contains(&real) {
-                return Err(at(&path)(Problem::SymlinkLoop));
+            if rules.ignores(&inner, false) {
+                continue;
             }
-            walking.push(real);
-            walk(root, &path, &inner, rules, walking, files)?;
-            walking.pop();
-            continue;
+            if !meta.is_file() {
+                return Err(at(&path)(Problem::NotRegularFile));
+            }
+            if meta.len() > chart::MAX_DECOMPRESSED {
+                return Err(at(&path)(Problem::TooLarge));
+            }
+            let mut data = fs::read(&real).map_err(io_at(&path))?;
+            strip_bom(&mut data);
+            self.files.insert(inner, data);
         }
-        if rules.ignores(&inner, false) {
-            continue;
-        }
-        if !meta.is_file() {
-            return Err(at(&path)(Problem::NotRegularFile));
-        }
-        if meta.len() > chart::MAX_DECOMPRESSED {
-            return Err(at(&path)(Problem::TooLarge));
-        }
-        let mut data = fs::read(&real).map_err(io_at(&path))?;
-        strip_bom(&mut data);
-        files.insert(inner, data);
+        Ok(())
     }
-    Ok(())
 }
 
 fn strip_bom(data: &mut Vec<u8>) {

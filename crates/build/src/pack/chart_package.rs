@@ -29,6 +29,8 @@ pub struct ChartPackage {
     pub chart: Chart,
     /// The `.tgz.prov` beside a package, checked against it.
     pub provenance: Option<BlobFile>,
+    /// What reading it found worth a warning (a folder's links that leave it).
+    pub warnings: Vec<String>,
 }
 
 /// The chart layer: a package file (by reference, with the digest of the bytes that were
@@ -85,20 +87,26 @@ impl ChartPackage {
             layer: Layer::File(blob),
             chart,
             provenance,
+            warnings: Vec::new(),
         })
     }
 
-    /// Packages the chart folder `folder` (see `chart_folder`).
-    pub fn from_folder(folder: &Path) -> Result<ChartPackage, PackError> {
-        let (data, chart) = chart_folder::package(folder)?;
+    /// Packages the chart folder `folder` (see `chart_folder`; symbolic links may lead
+    /// anywhere inside `links_within` besides the folder itself).
+    pub fn from_folder(
+        folder: &Path,
+        links_within: Option<&Path>,
+    ) -> Result<ChartPackage, PackError> {
+        let packaged = chart_folder::package(folder, links_within)?;
         Ok(ChartPackage {
             path: folder.to_owned(),
             layer: Layer::Packaged {
-                digest: Digest::sha256_of(&data),
-                data,
+                digest: Digest::sha256_of(&packaged.data),
+                data: packaged.data,
             },
-            chart,
+            chart: packaged.chart,
             provenance: None,
+            warnings: packaged.warnings,
         })
     }
 

@@ -54,6 +54,9 @@ pub struct Request {
     pub prefix: String,
     pub layouts: Vec<LayoutSpec>,
     pub out: PathBuf,
+    /// Symbolic links in chart folders may lead anywhere inside this folder (the content
+    /// file's), besides the chart folder itself.
+    pub links_within: Option<PathBuf>,
 }
 
 /// One input, by kind.
@@ -75,7 +78,10 @@ pub fn read_inputs(request: &Request) -> Result<Vec<Input>, PackError> {
             continue;
         }
         if chart_folder::is_chart_folder(path) {
-            found.push(Input::Chart(Box::new(ChartPackage::from_folder(path)?)));
+            found.push(Input::Chart(Box::new(ChartPackage::from_folder(
+                path,
+                request.links_within.as_deref(),
+            )?)));
             continue;
         }
         let mut names: Vec<PathBuf> = fs::read_dir(path)
@@ -86,7 +92,10 @@ pub fn read_inputs(request: &Request) -> Result<Vec<Input>, PackError> {
         names.sort();
         for name in &names {
             if name.is_dir() && chart_folder::is_chart_folder(name) {
-                found.push(Input::Chart(Box::new(ChartPackage::from_folder(name)?)));
+                found.push(Input::Chart(Box::new(ChartPackage::from_folder(
+                    name,
+                    request.links_within.as_deref(),
+                )?)));
             } else if let Some(package) = chart_package::in_folder(name)? {
                 found.push(Input::Chart(Box::new(ChartPackage::read(&package)?)));
             }
@@ -110,6 +119,8 @@ pub struct Packed {
     pub layouts: usize,
     /// The input each repository comes from, for messages.
     pub sources: BTreeMap<String, PathBuf>,
+    /// What the inputs' reading found worth a warning.
+    pub warnings: Vec<String>,
 }
 
 /// Lays out every input (charts under `<prefix>/`); two inputs for one repository are an
@@ -122,6 +133,14 @@ pub fn build(inputs: &[Input], prefix: &str, out: &Path) -> Result<Packed, PackE
         Input::Chart(package) => Some(package.as_ref()),
         Input::Layout(_) => None,
     });
+    let warnings = inputs
+        .iter()
+        .filter_map(|input| match input {
+            Input::Chart(package) => Some(package.warnings.iter().cloned()),
+            Input::Layout(_) => None,
+        })
+        .flatten()
+        .collect();
     let charts = chart_package::lay_out(packages, prefix)?;
     let mut packed = Packed {
         charts: charts.len(),
@@ -129,6 +148,7 @@ pub fn build(inputs: &[Input], prefix: &str, out: &Path) -> Result<Packed, PackE
         layouts: 0,
         repositories: BTreeMap::new(),
         sources: BTreeMap::new(),
+        warnings,
     };
     let sources = &mut packed.sources;
     for chart in charts {
@@ -196,6 +216,7 @@ pub struct Report {
     pub written: Vec<String>,
     pub removed: Vec<String>,
     pub unchanged: usize,
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -310,6 +331,7 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
         written: Vec::new(),
         removed: Vec::new(),
         unchanged: 0,
+        warnings: plan.packed.warnings.clone(),
     };
     let trees = plan
         .packed
@@ -375,5 +397,6 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
         written: Vec::new(),
         removed: Vec::new(),
         unchanged: plan.packed.repositories.len(),
+        warnings: plan.packed.warnings,
     })
 }

@@ -93,8 +93,17 @@ pub enum Problem {
     HelmIgnore { line: usize, problem: String },
     #[error("file names must be UTF-8")]
     NotUtf8Name,
-    #[error("a symbolic link that leaves the chart folder (to {})", .0.display())]
-    SymlinkOutside(PathBuf),
+    #[error(
+        "a symbolic link that leaves {} (to {}){}",
+        bound.as_ref().map_or("the chart folder".to_owned(), |b| format!("the folder holding the content file, {}", b.display())),
+        target.display(),
+        if bound.is_some() { ": links are followed only inside it" } else { ": links are followed only inside it (with --config, inside the content file's folder)" }
+    )]
+    SymlinkOutside {
+        target: PathBuf,
+        /// The folder links may lead anywhere inside (the content file's), when not the chart's.
+        bound: Option<PathBuf>,
+    },
     #[error("a symbolic link loops back to a folder above it")]
     SymlinkLoop,
     #[error("not a regular file (Helm loads only regular files)")]
