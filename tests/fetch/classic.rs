@@ -194,7 +194,7 @@ fn failures_name_the_entry_and_leave_what_was_there() {
     let e = work.fetch_fails(&["--helm-charts-file", "other.yaml"]);
     assert!(
         e.contains(&format!(
-            "chart hello 9.9.9 from {}: the repository has no such version",
+            "chart hello 9.9.9 from {}: the source has no version 9.9.9 (nearest it has: 1.0.0)",
             repo.url("")
         )),
         "{e}"
@@ -353,6 +353,38 @@ fn https_sources_are_verified_against_the_ca_file() {
         e.contains(&format!("repository test ({}): TLS failure", repo.url(""))),
         "{e}"
     );
+    // Each TLS failure says how a private CA is trusted.
+    assert_eq!(
+        e.matches("TLS failure").count(),
+        e.matches("a private CA is trusted with --ca-file FILE; `tlsVerify: false` on the list's entry skips the check").count(),
+        "{e}"
+    );
+
+    // A CA file with no certificate in it is refused at once, naming it and what it holds.
+    let key = work.write("key.pem", &tls.key_pem);
+    let text = work.write("notes.txt", "trust me\n");
+    let empty = work.write("empty.pem", "");
+    for (file, holds) in [
+        (&key, " (it holds a private key)"),
+        (&text, ""),
+        (&empty, ""),
+    ] {
+        let e = work.fetch_fails(&[
+            "--helm-charts-file",
+            "charts.yaml",
+            "--ca-file",
+            str_path(file),
+        ]);
+        assert!(
+            e.contains(&format!(
+                "--ca-file {}: no PEM certificate in it{holds}",
+                str_path(file)
+            )),
+            "{e}"
+        );
+        assert!(!e.contains("TLS failure"), "{e}");
+    }
+
     assert!(
         e.contains(&format!(
             "chart {}: TLS failure",

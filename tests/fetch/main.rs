@@ -12,6 +12,7 @@
 mod classic;
 #[path = "../common/mod.rs"]
 mod common;
+mod paths;
 mod registry;
 mod sources;
 
@@ -116,7 +117,13 @@ impl Work {
     /// Packs what the lock pins (a content file naming only it) and serves it: the chartreg
     /// library over the packed layouts, as the binary would embed them.
     fn serve_locked(&self) -> InProcess {
-        let content = self.write("content.yaml", "lock: chartreg.lock\n");
+        self.serve("lock: chartreg.lock\n")
+    }
+
+    /// Packs what the content file `content` (written as `content.yaml` at the top) names,
+    /// and serves it, as [`Work::serve_locked`].
+    fn serve(&self, content: &str) -> InProcess {
+        let content = self.write("content.yaml", content);
         let out = common::output_of(
             Command::new(common::chartreg_build_bin())
                 .args(["pack", "--config"])

@@ -440,3 +440,129 @@ fn bearer_token_challenges_are_answered_with_the_images_file_credentials() {
     let server = work.serve_locked();
     assert_eq!(served_image_digest(&server), sample_v1());
 }
+
+#[test]
+fn oci_repositories_in_the_charts_file_and_layouts_that_are_whole_or_not_at_all() {
+    let Some(registry) = Distribution::start_with_user(USER, PASSWORD) else {
+        return;
+    };
+    let host = registry.host();
+    let hello = package("hello-1.0.0.tgz");
+    let old_hello = package("hello-0.1.0.tgz");
+    helm_push(
+        &host,
+        &[
+            ("hello-1.0.0.tgz", hello.clone()),
+            ("hello-0.1.0.tgz", old_hello.clone()),
+        ],
+        None,
+    );
+    skopeo_copy_image(&host, Some(&format!("{USER}:{PASSWORD}")));
+    let work = Work::new();
+    // A repository named by an oci:// URL, as teams moving from classic repositories write
+    // it: its charts are CHART:VERSION under it, reached with the entry's credentials.
+    let charts = |credentials: &str, versions: &str| {
+        format!(
+            "repositories:\n  reg:\n    repoURL: oci://{host}/charts\n{credentials}    charts:\n      hello: [{versions}]\n"
+        )
+    };
+    let credentials = format!("    username: {USER}\n    password: {PASSWORD}\n");
+    work.write("anonymous.yaml", &charts("", "\"1.0.0\""));
+    let e = work.fetch_fails(&["--helm-charts-file", "anonymous.yaml"]);
+    assert!(
+        e.contains(&format!(
+            "chart hello 1.0.0 from oci://{host}/charts: authentication refused"
+        )),
+        "{e}"
+    );
+    work.write("missing.yaml", &charts(&credentials, "\"1.0.9\""));
+    let e = work.fetch_fails(&["--helm-charts-file", "missing.yaml"]);
+    assert!(
+        e.contains(&format!(
+            "chart hello 1.0.9 from oci://{host}/charts: the source has no version 1.0.9 (nearest it has: 0.1.0, 1.0.0)"
+        )),
+        "{e}"
+    );
+    // The README's layout: lists and lock in addons/, packages and layouts at the top.
+    work.write(
+        "addons/charts.yaml",
+        &charts(&credentials, "\"1.0.0\", \"~0.1\""),
+    );
+    work.write(
+        "addons/images.yaml",
+        &format!("\"{host}\":\n  credentials:\n    username: {USER}\n    password: {PASSWORD}\n  images:\n    images/sample: [v1]\n"),
+    );
+    let lists = [
+        "--helm-charts-file",
+        "addons/charts.yaml",
+        "--images-file",
+        "addons/images.yaml",
+    ];
+    let out = work.fetch_ok(&lists);
+    assert!(out.contains("fetched 2 charts, 1 images"), "{out}");
+    assert!(work.read("charts/hello-1.0.0.tgz") == hello);
+    assert!(work.read("charts/hello-0.1.0.tgz") == old_hello);
+    let lock = String::from_utf8(work.read("addons/chartreg.lock")).expect("UTF-8");
+    let layout_dir = format!("images/{}/images/sample", host.replace(':', "_"));
+    for line in [
+        format!("  hello ~0.1 from oci://{host}/charts:"),
+        format!("    url: oci://{host}/charts/hello:0.1.0"),
+        "    file: ../charts/hello-0.1.0.tgz".to_owned(),
+        format!("    layout: ../{layout_dir}"),
+    ] {
+        assert!(
+            lock.lines().any(|l| l == line),
+            "lock lacks `{line}`:\n{lock}"
+        );
+    }
+    assert!(!lock.contains(PASSWORD), "a password in the lock");
+    let server = work.serve("charts:\n  from: [charts]\nlock: addons/chartreg.lock\n");
+    helm_pulls(&server, "hello", "1.0.0", &hello);
+    helm_pulls(&server, "hello", "0.1.0", &old_hello);
+    assert_eq!(served_image_digest(&server), sample_v1());
+
+    // A tag that fails after others were taken: the layout is the one that was there, with
+    // nothing staged left beside it; fetched afresh, there is no layout at all.
+    let before: Vec<(String, Vec<u8>)> = work
+        .files(&layout_dir)
+        .into_iter()
+        .map(|f| {
+            let data = work.read(&format!("{layout_dir}/{f}"));
+            (f, data)
+        })
+        .collect();
+    let failing = format!(
+        "\"{host}\":\n  credentials:\n    username: {USER}\n    password: {PASSWORD}\n  images:\n    images/sample: [v1, zz-missing]\n"
+    );
+    work.write("addons/images.yaml", &failing);
+    let e = work.fetch_fails(&lists);
+    assert!(
+        e.contains(&format!(
+            "image {host}/images/sample:zz-missing: the source has no tag zz-missing (nearest it has: v1)"
+        )),
+        "{e}"
+    );
+    let after: Vec<(String, Vec<u8>)> = work
+        .files(&layout_dir)
+        .into_iter()
+        .map(|f| {
+            let data = work.read(&format!("{layout_dir}/{f}"));
+            (f, data)
+        })
+        .collect();
+    assert!(before == after, "a failed fetch changed the layout");
+    let beside = work.path(&format!("images/{}/images", host.replace(':', "_")));
+    assert_eq!(
+        common::file_names(&beside),
+        ["sample"],
+        "staging left behind"
+    );
+    let fresh = Work::new();
+    fresh.write("images.yaml", &failing);
+    fresh.fetch_fails(&["--images-file", "images.yaml"]);
+    assert!(
+        !fresh.path("images").exists() || fresh.files("images").is_empty(),
+        "a failed fetch left a partial layout: {:?}",
+        fresh.files("images")
+    );
+}

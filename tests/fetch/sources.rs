@@ -33,6 +33,8 @@ pub fn basic(user: &str, password: &str) -> String {
 /// A private CA and a server certificate it signed for 127.0.0.1.
 pub struct Tls {
     pub ca_pem: String,
+    /// The server's private key (what a CA file must not be).
+    pub key_pem: String,
     cert_der: Vec<u8>,
     key_der: Vec<u8>,
 }
@@ -42,6 +44,7 @@ impl Tls {
         let cert = common::LoopbackCert::new("chartreg fetch test CA");
         Tls {
             ca_pem: cert.ca_pem,
+            key_pem: cert.key_pem,
             cert_der: cert.cert_der,
             key_der: cert.key_der,
         }

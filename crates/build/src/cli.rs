@@ -66,6 +66,7 @@ pub struct FetchArgs {
     #[arg(long, value_name = "DIR", default_value = "images")]
     pub images_out: PathBuf,
     /// The lock file [default: chartreg.lock beside the charts file, else the images file].
+    /// Given alone, the lists are the ones it was made from.
     #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// Take exactly what the lock pins: fail, naming each entry, if a source now serves other
@@ -142,11 +143,15 @@ impl PackArgs {
             layouts.extend(file.layout_specs(path)?);
             if let Some(lock) = &file.lock {
                 let (locked_charts, locked_layouts) = crate::lock::Lock::pack_inputs(lock)?;
-                // A package a folder above already holds is not given twice.
+                // A package a folder above already holds is not given twice (however either
+                // path is written: the lock's are relative to its own folder).
+                let real = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
                 for chart in locked_charts {
-                    let held = charts
-                        .iter()
-                        .any(|from| chart.parent() == Some(from.as_path()) || chart == *from);
+                    let (file, folder) = (real(&chart), chart.parent().map(real));
+                    let held = charts.iter().any(|from| {
+                        let from = real(from);
+                        folder.as_ref() == Some(&from) || file == from
+                    });
                     if !held {
                         charts.push(chart);
                     }
@@ -228,23 +233,44 @@ fn run_pack(args: &PackArgs) -> Result<(), String> {
 #[cfg(feature = "fetch")]
 fn run_fetch(args: &FetchArgs) -> Result<(), String> {
     use crate::fetch;
-    let Some(list) = args.helm_charts_file.as_ref().or(args.images_file.as_ref()) else {
-        return Err("fetch: give --helm-charts-file, --images-file, or both".into());
-    };
-    let lock = args.lock.clone().unwrap_or_else(|| {
-        list.parent()
+    let given = args.helm_charts_file.as_ref().or(args.images_file.as_ref());
+    let lock = match (&args.lock, given) {
+        (Some(lock), _) => lock.clone(),
+        (None, Some(list)) => list
+            .parent()
             .unwrap_or(std::path::Path::new(""))
-            .join("chartreg.lock")
-    });
-    let ca_pem = match &args.ca_file {
-        Some(path) => {
-            Some(std::fs::read(path).map_err(|e| format!("--ca-file {}: {e}", path.display()))?)
+            .join("chartreg.lock"),
+        (None, None) => {
+            return Err(
+                "fetch: give --helm-charts-file, --images-file, or both (or --lock FILE: the lists that lock was made from)"
+                    .into(),
+            );
         }
+    };
+    // No list given: the ones the lock was made from.
+    let (charts_file, images_file) = if given.is_some() {
+        (args.helm_charts_file.clone(), args.images_file.clone())
+    } else {
+        let lists = fetch::Lock::read(&lock)?
+            .map(|l| l.lists)
+            .unwrap_or_default();
+        let resolve = |p: Option<String>| p.map(|p| crate::lock::resolved(&lock, &p));
+        let lists = (resolve(lists.helm_charts_file), resolve(lists.images_file));
+        if lists.0.is_none() && lists.1.is_none() {
+            return Err(format!(
+                "fetch: {} names no lists: give --helm-charts-file, --images-file, or both",
+                lock.display()
+            ));
+        }
+        lists
+    };
+    let ca_pem = match &args.ca_file {
+        Some(path) => Some(fetch::Transport::read_ca_file(path).map_err(|e| e.to_string())?),
         None => None,
     };
     let options = fetch::Options {
-        charts_file: args.helm_charts_file.clone(),
-        images_file: args.images_file.clone(),
+        charts_file,
+        images_file,
         out: args.out.clone(),
         images_out: args.images_out.clone(),
         lock,

@@ -22,12 +22,32 @@ pub const VERSION: u32 = 1;
 #[serde(deny_unknown_fields)]
 pub struct Lock {
     pub version: u32,
+    /// The lists this lock was made from, relative to its folder: `fetch --locked --lock FILE`
+    /// reads them when no list is given.
+    #[serde(default, skip_serializing_if = "Lists::is_empty")]
+    pub lists: Lists,
     /// By the source as the list writes it (see `ChartSource::describe`).
     #[serde(default)]
     pub charts: BTreeMap<String, LockedChart>,
     /// By `registry/repository:tag`.
     #[serde(default)]
     pub images: BTreeMap<String, LockedImage>,
+}
+
+/// The list files a lock was made from (see [`recorded`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lists {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm_charts_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images_file: Option<String>,
+}
+
+impl Lists {
+    fn is_empty(&self) -> bool {
+        self.helm_charts_file.is_none() && self.images_file.is_none()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,7 +65,8 @@ pub struct LockedChart {
     /// package out again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
-    /// The file written (relative to the charts folder).
+    /// The file written, relative to the lock's folder (`/`-separated; `..` where it lies
+    /// outside it).
     pub file: String,
 }
 
@@ -60,8 +81,64 @@ pub struct LockedImage {
     /// Signatures, attestations and SBOMs taken with it, by digest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub referrers: Vec<String>,
-    /// The layout written (relative to the images folder).
+    /// The layout written, relative to the lock's folder, as `file` is.
     pub layout: String,
+}
+
+/// How the lock at `lock` names `path`: relative to the lock's folder, `/`-separated, with `..`
+/// where `path` lies outside it, whatever the current folder is, so that the lock reads the same
+/// on every machine and from every folder. Folders that exist are taken as they are on disk
+/// (links followed, as `..` is when the path is opened), the rest as written.
+pub fn recorded(lock: &Path, path: &Path) -> String {
+    let folder = lock.parent().filter(|p| !p.as_os_str().is_empty());
+    let from = real(folder.unwrap_or(Path::new(".")));
+    let to = real(path);
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let up = from.len().saturating_sub(common);
+    let parts: Vec<String> = std::iter::repeat_n("..".to_owned(), up)
+        .chain(
+            to.iter()
+                .skip(common)
+                .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+        )
+        .collect();
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// Where the path the lock at `lock` records as `recorded` is.
+pub fn resolved(lock: &Path, recorded: &str) -> PathBuf {
+    lock.parent().unwrap_or(Path::new("")).join(recorded)
+}
+
+/// `path` made absolute, `.` and `..` taken lexically, with its longest existing ancestor as
+/// the file system has it (links resolved).
+fn real(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path)
+        .or_else(|_| std::env::current_dir().map(|dir| dir.join(path)))
+        .unwrap_or_else(|_| path.to_owned());
+    let mut lexical = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                lexical.pop();
+            }
+            other => lexical.push(other),
+        }
+    }
+    lexical
+        .ancestors()
+        .find_map(|ancestor| {
+            let found = std::fs::canonicalize(ancestor).ok()?;
+            Some(found.join(lexical.strip_prefix(ancestor).ok()?))
+        })
+        .unwrap_or(lexical)
 }
 
 impl Lock {
@@ -98,20 +175,30 @@ impl Lock {
     pub fn pack_inputs(path: &Path) -> Result<(Vec<PathBuf>, Vec<LayoutSpec>), String> {
         let lock = Lock::read(path)?.ok_or_else(|| {
             format!(
-                "{}: no such lock: run `chartreg-build fetch` first",
+                "{}: no such lock: run `chartreg-build fetch --helm-charts-file FILE --images-file FILE --lock {}` first",
+                path.display(),
                 path.display()
             )
         })?;
-        let base = path.parent().unwrap_or(Path::new(""));
-        let stale = |what: &str, key: &str, why: String| {
+        // fetch --locked --lock FILE reads the lists the lock names and writes each file where
+        // the lock records it, from whatever folder it runs in.
+        let remedy = if lock.lists.is_empty() {
             format!(
-                "{}: {what} {key}: {why}; run `chartreg-build fetch --locked` to take what the lock pins",
+                "run `chartreg-build fetch --locked --lock {}` with the lists it was made from (`--helm-charts-file`, `--images-file`) to take what it pins",
+                path.display()
+            )
+        } else {
+            format!(
+                "run `chartreg-build fetch --locked --lock {}` to take what it pins",
                 path.display()
             )
         };
+        let stale = |what: &str, key: &str, why: String| {
+            format!("{}: {what} {key}: {why}; {remedy}", path.display())
+        };
         let mut charts = Vec::new();
         for (key, chart) in &lock.charts {
-            let file = base.join(&chart.file);
+            let file = resolved(path, &chart.file);
             let data = std::fs::read(&file)
                 .map_err(|e| stale("chart", key, format!("{}: {e}", file.display())))?;
             let actual = Digest::sha256_of(&data);
@@ -136,7 +223,7 @@ impl Lock {
                 .ok_or_else(|| {
                     format!("{}: `{key}` is not REGISTRY/REPOSITORY:TAG", path.display())
                 })?;
-            let dir = base.join(&image.layout);
+            let dir = resolved(path, &image.layout);
             let index_path = dir.join(INDEX_FILE);
             let index: ImageIndex = std::fs::read(&index_path)
                 .map_err(|e| e.to_string())
@@ -182,7 +269,7 @@ impl Lock {
         let specs = layouts
             .into_iter()
             .map(|(layout, repository)| {
-                format!("{}={repository}", base.join(layout).display())
+                format!("{}={repository}", resolved(path, layout).display())
                     .parse()
                     .map_err(|e| format!("{}: layout {layout}: {e}", path.display()))
             })
@@ -253,6 +340,27 @@ mod tests {
             manifest: None,
             file: "a-1.0.0.tgz".into(),
         }
+    }
+
+    #[test]
+    fn paths_are_recorded_relative_to_the_lock_folder_from_any_current_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(top.join("addons")).unwrap();
+        let lock = top.join("addons/chartreg.lock");
+        assert_eq!(recorded(&lock, &top.join("charts/a.tgz")), "../charts/a.tgz");
+        assert_eq!(recorded(&lock, &top.join("addons/./x/../b.tgz")), "b.tgz");
+        assert_eq!(recorded(&lock, &top.join("addons")), ".");
+        // A lock named without a folder is in the current one.
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(
+            recorded(Path::new("chartreg.lock"), &here.join("charts/a.tgz")),
+            "charts/a.tgz"
+        );
+        assert_eq!(
+            resolved(&lock, "../charts/a.tgz"),
+            top.join("addons/../charts/a.tgz")
+        );
     }
 
     #[test]

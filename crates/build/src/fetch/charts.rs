@@ -1,5 +1,6 @@
 //! One chart version fetched, whatever its source: a classic repository's entry, an OCI
-//! reference, or a package path or URL; written as `<charts>/<name>-<version>.tgz` (and
+//! repository's chart (`repoURL: oci://...`, with that entry's credentials and `tlsVerify`), an
+//! OCI reference, or a package path or URL; written as `<charts>/<name>-<version>.tgz` (and
 //! `.prov`), and what the lock records of it.
 
 use std::collections::BTreeMap;
@@ -9,7 +10,7 @@ use chartreg_core::oci::layout::ImageManifest;
 use chartreg_core::oci::media_type;
 
 use super::helm_repo::{self, Index, Repository};
-use super::lists::{ChartRepository, ChartSource, ImagesFile};
+use super::lists::{ChartRepository, ChartSource, ChartsFile, ImagesFile};
 use super::transport::{Partial, Transport, existing_sha256, sha256_of_hex};
 use super::{LockedChart, Options, Problem, oci};
 
@@ -47,22 +48,28 @@ fn hex(hash: [u8; 32]) -> String {
 /// Fetches one chart version.
 pub async fn fetch(
     source: &ChartSource,
-    images: &ImagesFile,
+    lists: (&ChartsFile, &ImagesFile),
     indexes: &BTreeMap<String, (Repository, Index)>,
     options: &Options,
     pinned: Option<&LockedChart>,
 ) -> Result<LockedChart, Problem> {
+    let (charts, images) = lists;
     let locked = match source {
         ChartSource::Repository {
             repository,
             chart,
             version,
-        } => {
-            let Some((repo, index)) = indexes.get(repository) else {
-                return Err(Problem::Invalid(INDEX_FAILED.into()));
-            };
-            fetch_from_repository(repo, index, chart, version, options, pinned).await?
-        }
+        } => match charts.repositories.get(repository) {
+            Some(config) if config.oci().is_some() => {
+                fetch_from_oci_repository(config, chart, version, options, pinned).await?
+            }
+            _ => {
+                let Some((repo, index)) = indexes.get(repository) else {
+                    return Err(Problem::Invalid(INDEX_FAILED.into()));
+                };
+                fetch_from_repository(repo, index, chart, version, options, pinned).await?
+            }
+        },
         ChartSource::Oci {
             registry,
             repository,
@@ -71,7 +78,7 @@ pub async fn fetch(
             let registry = oci::Registry::for_host(registry, &options.transport, images);
             fetch_oci(&registry, repository, tag, options, pinned).await?
         }
-        ChartSource::Url(url) => fetch_url(url, options, pinned).await?,
+        ChartSource::Url(url) => fetch_url(url, charts, options, pinned).await?,
     };
     if let Some(pinned) = pinned
         && pinned.sha256 != locked.sha256
@@ -112,7 +119,8 @@ async fn fetch_from_repository(
     }
     let want = locked.or(listed);
     let name = format!("{chart}-{}.tgz", entry.version);
-    let target = options.out.join(&name);
+    let out = options.charts_dir(pinned);
+    let target = out.join(&name);
     let sha256 = match existing_sha256(&target) {
         Some(have) if Some(have) == want => have,
         _ => match repo.download(&url, &target, want).await {
@@ -131,7 +139,7 @@ async fn fetch_from_repository(
     };
     // The signature, where the repository has one (pinned too, once locked).
     let prov_url = repo.resolve(&format!("{url}.prov"))?;
-    let prov_target = options.out.join(format!("{name}.prov"));
+    let prov_target = out.join(format!("{name}.prov"));
     let prov_want = pinned
         .and_then(|p| p.provenance_sha256.as_deref())
         .and_then(sha256_of_hex);
@@ -158,6 +166,54 @@ async fn fetch_from_repository(
     })
 }
 
+/// A version of a chart in an OCI repository (`repoURL: oci://HOST/PATH`): the tag
+/// `PATH/CHART:VERSION`, or, for a range, the newest tag that meets it, reached with the
+/// entry's credentials and `tlsVerify`.
+async fn fetch_from_oci_repository(
+    config: &ChartRepository,
+    chart: &str,
+    version: &str,
+    options: &Options,
+    pinned: Option<&LockedChart>,
+) -> Result<LockedChart, Problem> {
+    let Some((host, path)) = config.oci() else {
+        return Err(Problem::Invalid(format!(
+            "repoURL `{}` is not oci://",
+            config.repo_url
+        )));
+    };
+    let registry = oci::Registry::new(
+        host,
+        &options.transport,
+        config.tls_verify,
+        config.username.as_deref(),
+        config.password.as_deref(),
+    );
+    let repository = if path.is_empty() {
+        chart.to_owned()
+    } else {
+        format!("{path}/{chart}")
+    };
+    // Locked, the lock names the tag; else the version is found among the tags as in a
+    // classic repository's index (exactly, `v` prefix or not, or the newest in a range); a
+    // registry that does not list tags is asked for the tag as `helm push` writes it.
+    let tag = match pinned.and_then(|p| p.url.rsplit_once(':')) {
+        Some((_, tag)) => tag.to_owned(),
+        None => match registry.tags(&repository).await {
+            Ok(tags) if !tags.is_empty() => {
+                super::versions::find(version, tags.iter().map(String::as_str))
+                    .map_err(|nearest| Problem::NoSuchVersion {
+                        asked: version.to_owned(),
+                        nearest,
+                    })?
+                    .to_owned()
+            }
+            _ => version.replace('+', "_"),
+        },
+    };
+    fetch_oci(&registry, &repository, &tag, options, pinned).await
+}
+
 /// A chart pushed to an OCI registry: its chart layer (and provenance layer) as files.
 ///
 /// Credentials and `tlsVerify` for the registry come from the images file's entry for its host.
@@ -169,7 +225,21 @@ async fn fetch_oci(
     pinned: Option<&LockedChart>,
 ) -> Result<LockedChart, Problem> {
     let host = &registry.host;
-    let (data, digest) = registry.manifest(repository, tag).await?;
+    let (data, digest) = match registry.manifest(repository, tag).await {
+        Err(Problem::NotFound) => {
+            // Which tags there are, to say which were meant (the repository may not exist).
+            let tags = registry.tags(repository).await.unwrap_or_default();
+            if tags.is_empty() {
+                return Err(Problem::NotFound);
+            }
+            let asked = tag.replace('_', "+");
+            return Err(Problem::NoSuchVersion {
+                nearest: super::versions::nearest(&asked, tags.iter().map(String::as_str)),
+                asked,
+            });
+        }
+        other => other?,
+    };
     let manifest: ImageManifest = serde_json::from_slice(&data)
         .map_err(|e| Problem::Invalid(format!("manifest {digest}: {e}")))?;
     if manifest.config.media_type != media_type::HELM_CONFIG {
@@ -194,13 +264,12 @@ async fn fetch_oci(
         });
     }
     // The file is named after the chart in the package: downloaded beside, read, renamed.
-    let staged = options
-        .out
-        .join(format!(".{}.oci-download", chart.digest.encoded()));
+    let out = options.charts_dir(pinned);
+    let staged = out.join(format!(".{}.oci-download", chart.digest.encoded()));
     registry
         .blob(repository, chart.digest.as_str(), &staged)
         .await?;
-    let (target, name, version) = staged_into_place(&staged, &options.out)?;
+    let (target, name, version) = staged_into_place(&staged, &out)?;
     let provenance_sha256 = match layer(media_type::HELM_PROVENANCE) {
         Some(prov) => {
             let prov_target = target.with_extension("tgz.prov");
@@ -227,11 +296,13 @@ async fn fetch_oci(
 /// A package by path (relative to the charts file) or http(s) URL.
 async fn fetch_url(
     url: &str,
+    charts: &ChartsFile,
     options: &Options,
     pinned: Option<&LockedChart>,
 ) -> Result<LockedChart, Problem> {
     // Parallel downloads each stage under their own name.
-    let staged = options.out.join(format!(
+    let out = options.charts_dir(pinned);
+    let staged = out.join(format!(
         ".{}.url-download",
         hex(chartreg_core::oci::sha256(url.as_bytes()))
     ));
@@ -248,12 +319,14 @@ async fn fetch_url(
         };
         repo.download(&parsed, &staged, want).await?;
     } else {
-        let data = std::fs::read(url).map_err(|e| Problem::Io(format!("{url}: {e}")))?;
+        let path = charts.local(url);
+        let data =
+            std::fs::read(&path).map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?;
         let mut partial = Partial::create(&staged)?;
         partial.write(&data)?;
         partial.finish(want)?;
     }
-    let (target, name, version) = staged_into_place(&staged, &options.out)?;
+    let (target, name, version) = staged_into_place(&staged, &out)?;
     let sha256 = existing_sha256(&target)
         .ok_or_else(|| Problem::Io(format!("{}: cannot be read back", target.display())))?;
     Ok(LockedChart {

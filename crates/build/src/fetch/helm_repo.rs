@@ -110,30 +110,20 @@ impl Repository {
     }
 }
 
-/// The entry of `index` for `chart` at `version`: exactly that version, else the newest that
-/// meets it read as a semver constraint (`^1.2`, `>=1.0 <2`).
+/// The entry of `index` for `chart` at `version` (exact, or a range: see `versions`).
 pub fn find<'i>(index: &'i Index, chart: &str, version: &str) -> Result<&'i Entry, Problem> {
     let Some(entries) = index.entries.get(chart) else {
         return Err(Problem::NoSuchChart);
     };
-    if let Some(entry) = entries.iter().find(|e| e.version == version) {
-        return Ok(entry);
-    }
-    let Ok(constraint) = semver::VersionReq::parse(version) else {
-        return Err(Problem::NoSuchVersion);
-    };
+    let found = super::versions::find(version, entries.iter().map(|e| e.version.as_str()))
+        .map_err(|nearest| Problem::NoSuchVersion {
+            asked: version.to_owned(),
+            nearest,
+        })?;
     entries
         .iter()
-        .filter_map(|e| {
-            Some((
-                semver::Version::parse(e.version.trim_start_matches('v')).ok()?,
-                e,
-            ))
-        })
-        .filter(|(v, _)| constraint.matches(v))
-        .max_by(|a, b| a.0.cmp(&b.0))
-        .map(|(_, e)| e)
-        .ok_or(Problem::NoSuchVersion)
+        .find(|e| e.version == found)
+        .ok_or(Problem::NoSuchChart)
 }
 
 #[cfg(test)]
@@ -152,10 +142,10 @@ mod tests {
         let i = index();
         assert_eq!(find(&i, "app", "1.2.0").unwrap().version, "1.2.0");
         assert_eq!(find(&i, "app", "^1").unwrap().version, "1.10.0");
-        assert!(matches!(
-            find(&i, "app", "3.0.0"),
-            Err(Problem::NoSuchVersion)
-        ));
+        assert_eq!(
+            find(&i, "app", "1.3.0").unwrap_err().to_string(),
+            "the source has no version 1.3.0 (nearest it has: 1.2.0, 1.10.0, 2.0.0)"
+        );
         assert!(matches!(
             find(&i, "other", "1.0.0"),
             Err(Problem::NoSuchChart)

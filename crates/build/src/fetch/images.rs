@@ -7,6 +7,10 @@
 //! and layers; and, unless told not to, the referrers of everything taken (the OCI referrers
 //! API, and cosign's `sha256-<hex>.sig/.att/.sbom` tags), and theirs. Blobs already in the
 //! layout with the right digest are not downloaded again.
+//!
+//! A repository's layout is filled in a folder beside it (`.<name>.fetch-new`, blobs the old
+//! layout already holds hard-linked in) and renamed into place once complete: a fetch that
+//! fails, or is interrupted, leaves the layout that was there before, never a part of one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -48,7 +52,10 @@ fn wanted(platform: Option<&Platform>, wanted: &[String]) -> bool {
 struct Filling<'a> {
     registry: &'a Registry,
     repository: &'a str,
+    /// The staging folder.
     dir: PathBuf,
+    /// The layout it replaces (blobs there are taken, not downloaded again).
+    previous: PathBuf,
     /// Manifests taken, by digest.
     manifests: BTreeSet<String>,
     /// Manifests whose referrers were asked for.
@@ -64,13 +71,21 @@ impl Filling<'_> {
             .join(digest.trim_start_matches("sha256:"))
     }
 
-    /// A blob into the layout, unless it is there already with its digest.
+    /// A blob into the layout: linked from the previous layout when it holds it with its
+    /// digest, else downloaded.
     async fn blob(&mut self, digest: &str) -> Result<(), Problem> {
-        self.blobs.insert(digest.to_owned());
+        if !self.blobs.insert(digest.to_owned()) {
+            return Ok(());
+        }
         let path = self.blob_path(digest);
-        if existing_sha256(&path).map(hex::encode).as_deref()
-            == Some(digest.trim_start_matches("sha256:"))
-        {
+        let hex = digest.trim_start_matches("sha256:");
+        let old = self.previous.join("blobs/sha256").join(hex);
+        if existing_sha256(&old).map(hex::encode).as_deref() == Some(hex) {
+            let io = |e: std::io::Error| Problem::Io(format!("{}: {e}", path.display()));
+            std::fs::create_dir_all(path.parent().unwrap_or(&self.dir)).map_err(io)?;
+            if std::fs::hard_link(&old, &path).is_err() {
+                std::fs::copy(&old, &path).map_err(io)?;
+            }
             return Ok(());
         }
         self.registry
@@ -185,10 +200,12 @@ pub async fn copy_repository(
     with_referrers: bool,
     pinned: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, Copied>, (String, Problem)> {
+    let staging = Staging::beside(dir).map_err(|p| (tags.join(","), p))?;
     let mut filling = Filling {
         registry,
         repository,
-        dir: dir.to_owned(),
+        dir: staging.path.clone(),
+        previous: dir.to_owned(),
         manifests: BTreeSet::new(),
         asked: BTreeSet::new(),
         blobs: BTreeSet::new(),
@@ -197,7 +214,21 @@ pub async fn copy_repository(
     let mut copied = BTreeMap::new();
     for tag in tags {
         let at = |p: Problem| (tag.clone(), p);
-        let (mut data, mut digest) = registry.manifest(repository, tag).await.map_err(at)?;
+        let (mut data, mut digest) = match registry.manifest(repository, tag).await {
+            // Which tags there are, to say which was meant (none: no such repository).
+            Err(Problem::NotFound) => {
+                let tags = registry.tags(repository).await.unwrap_or_default();
+                return Err(at(if tags.is_empty() {
+                    Problem::NotFound
+                } else {
+                    Problem::NoSuchTag {
+                        asked: tag.clone(),
+                        nearest: super::versions::nearest(tag, tags.iter().map(String::as_str)),
+                    }
+                }));
+            }
+            other => other.map_err(at)?,
+        };
         let mut kind = media_type::of_manifest(&data);
         // Only some platforms: a new index of those.
         if !platforms.is_empty()
@@ -283,20 +314,56 @@ pub async fn copy_repository(
             },
         );
     }
-    let kept: BTreeSet<&String> = filling.manifests.iter().chain(&filling.blobs).collect();
-    write_layout(dir, entries, &kept).map_err(|p| (tags.join(","), p))?;
+    write_layout(&staging.path, entries).map_err(|p| (tags.join(","), p))?;
+    staging.swap_in(dir).map_err(|p| (tags.join(","), p))?;
     Ok(copied)
 }
 
+/// A layout being filled beside its place; removed unless swapped in.
+struct Staging {
+    path: PathBuf,
+}
+
+impl Staging {
+    fn beside(dir: &Path) -> Result<Staging, Problem> {
+        let path = sibling(dir, "fetch-new");
+        if path.exists() {
+            // An earlier fetch's, interrupted.
+            std::fs::remove_dir_all(&path)
+                .map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?;
+        }
+        std::fs::create_dir_all(&path)
+            .map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?;
+        Ok(Staging { path })
+    }
+
+    /// Renames the complete layout into `dir`, replacing what was there.
+    fn swap_in(self, dir: &Path) -> Result<(), Problem> {
+        chartreg_core::tree::swap_in(&self.path, dir, &sibling(dir, "fetch-old"))
+            .map_err(|e| Problem::Io(e.to_string()))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // Renamed away when swapped in; otherwise nothing partial stays behind.
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// `.<name>.<suffix>` beside `dir` (hidden, and no layout `pack` would take).
+fn sibling(dir: &Path, suffix: &str) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir.with_file_name(format!(".{name}.{suffix}"))
+}
+
 /// Writes `oci-layout` and `index.json` (this fetch's tags: the list says what the layout
-/// holds), then removes the blobs nothing in it references any more (an earlier fetch's).
-fn write_layout(
-    dir: &Path,
-    entries: Vec<Descriptor>,
-    kept: &BTreeSet<&String>,
-) -> Result<(), Problem> {
+/// holds) into the staged layout `dir`, which holds only what they reference.
+fn write_layout(dir: &Path, entries: Vec<Descriptor>) -> Result<(), Problem> {
     let io = |p: &Path, e: std::io::Error| Problem::Io(format!("{}: {e}", p.display()));
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let marker = dir.join(OCI_LAYOUT_FILE);
     std::fs::write(
         &marker,
@@ -320,18 +387,7 @@ fn write_layout(
         annotations: Annotations::new(),
     };
     let index_path = dir.join(INDEX_FILE);
-    let staged = dir.join(format!("{INDEX_FILE}.new"));
-    std::fs::write(&staged, gojson::to_vec(&index)).map_err(|e| io(&staged, e))?;
-    std::fs::rename(&staged, &index_path).map_err(|e| io(&index_path, e))?;
-    let blobs = dir.join("blobs/sha256");
-    let listed = std::fs::read_dir(&blobs).map_err(|e| io(&blobs, e))?;
-    for entry in listed.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !kept.contains(&format!("sha256:{name}")) {
-            std::fs::remove_file(entry.path()).map_err(|e| io(&entry.path(), e))?;
-        }
-    }
-    Ok(())
+    std::fs::write(&index_path, gojson::to_vec(&index)).map_err(|e| io(&index_path, e))
 }
 
 #[cfg(test)]

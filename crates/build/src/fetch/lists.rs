@@ -5,7 +5,9 @@
 //! ```yaml
 //! repositories:
 //!   podinfo:                      # any name
-//!     repoURL: https://stefanprodan.github.io/podinfo   # a classic Helm repository
+//!     repoURL: https://stefanprodan.github.io/podinfo   # a classic Helm repository, or an
+//!                                 # OCI one (oci://ghcr.io/stefanprodan/charts): CHART:VERSION
+//!                                 # under it
 //!     username: u                 # optional, sent only to repoURL's host
 //!     password: p
 //!     tlsVerify: true             # default
@@ -13,7 +15,7 @@
 //!       podinfo: ["6.2.0"]
 //! chartURLs:                      # direct references
 //!   - oci://ghcr.io/stefanprodan/charts/podinfo:6.3.0
-//!   - ./local/mychart-1.0.0.tgz   # relative to the file's folder
+//!   - ./local/mychart-1.0.0.tgz   # relative to the file's folder (and locked as written)
 //! ```
 //!
 //! The images file: registry host -> `tlsVerify`, `credentials` (`username`, `password`),
@@ -38,9 +40,13 @@ pub struct ChartsFile {
     pub repositories: BTreeMap<String, ChartRepository>,
     #[serde(default, rename = "chartURLs")]
     pub chart_urls: Vec<String>,
+    /// The file's folder: local chart URLs are relative to it.
+    #[serde(skip)]
+    pub base: PathBuf,
 }
 
-/// A classic Helm repository and the chart versions to take from it.
+/// A Helm repository (classic, or OCI with an `oci://` URL) and the chart versions to take
+/// from it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChartRepository {
@@ -91,16 +97,17 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
 }
 
 impl ChartsFile {
-    /// Reads `path`; local chart URLs are made relative to its folder.
+    /// Reads `path`. Local chart URLs stay as written (the lock keys them so, whatever folder
+    /// fetch runs in) and are read relative to the file's folder ([`ChartsFile::local`]).
     pub fn read(path: &Path) -> Result<ChartsFile, String> {
         let mut file: ChartsFile = read(path)?;
-        let base = path.parent().unwrap_or(Path::new(""));
-        for url in &mut file.chart_urls {
-            if !url.contains("://") {
-                *url = base.join(&*url).to_string_lossy().into_owned();
-            }
-        }
+        file.base = path.parent().unwrap_or(Path::new("")).to_owned();
         Ok(file)
+    }
+
+    /// Where the local package `url` (a `chartURLs` entry without a scheme) is.
+    pub fn local(&self, url: &str) -> PathBuf {
+        self.base.join(url)
     }
 }
 
@@ -126,6 +133,14 @@ pub enum ChartSource {
     },
     /// A local package (or an http(s) URL of one).
     Url(String),
+}
+
+impl ChartRepository {
+    /// For an OCI repository (`oci://HOST/PATH`): its registry host and path.
+    pub fn oci(&self) -> Option<(&str, &str)> {
+        let rest = self.repo_url.strip_prefix("oci://")?.trim_end_matches('/');
+        Some(rest.split_once('/').unwrap_or((rest, "")))
+    }
 }
 
 impl ChartSource {
@@ -253,13 +268,10 @@ mod tests {
             repository: "charts/hello".into(),
             tag: "latest".into()
         }));
-        assert!(
-            sources.contains(&ChartSource::Url(
-                dir.path()
-                    .join("./local-1.0.0.tgz")
-                    .to_string_lossy()
-                    .into_owned()
-            ))
+        assert!(sources.contains(&ChartSource::Url("./local-1.0.0.tgz".into())));
+        assert_eq!(
+            file.local("./local-1.0.0.tgz"),
+            dir.path().join("./local-1.0.0.tgz")
         );
 
         std::fs::write(

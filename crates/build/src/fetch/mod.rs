@@ -23,6 +23,7 @@ pub mod lists;
 mod oci;
 mod progress;
 mod transport;
+mod versions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,8 +41,10 @@ pub enum Problem {
     NotFound,
     #[error("the repository has no such chart")]
     NoSuchChart,
-    #[error("the repository has no such version")]
-    NoSuchVersion,
+    #[error("the source has no version {asked}{}", versions::listed(nearest))]
+    NoSuchVersion { asked: String, nearest: Vec<String> },
+    #[error("the source has no tag {asked}{}", versions::listed(nearest))]
+    NoSuchTag { asked: String, nearest: Vec<String> },
     #[error("no platform {0} in the index")]
     NoSuchPlatform(String),
     #[error("authentication refused (HTTP {0})")]
@@ -50,7 +53,9 @@ pub enum Problem {
     AuthRefusedBecause(String),
     #[error("digest mismatch: expected {expected}, got {actual}")]
     DigestMismatch { expected: String, actual: String },
-    #[error("TLS failure: {0}")]
+    #[error(
+        "TLS failure: {0} (a private CA is trusted with --ca-file FILE; `tlsVerify: false` on the list's entry skips the check)"
+    )]
     Tls(String),
     #[error("network failure: {0}")]
     Network(String),
@@ -95,21 +100,21 @@ pub struct Options {
 }
 
 impl Options {
-    /// How the lock names `path`: relative to the lock's folder when it is inside it (as it is
-    /// by default), so that the lock reads the same on every machine; else as given.
+    /// How the lock names `path` (relative to its folder: see [`crate::lock::recorded`]).
     pub fn recorded(&self, path: &Path) -> String {
-        let lock_dir = self.lock.parent().unwrap_or(Path::new(""));
-        let (Ok(dir), Ok(full)) = (std::path::absolute(lock_dir), std::path::absolute(path)) else {
-            return path.to_string_lossy().into_owned();
-        };
-        match full.strip_prefix(&dir) {
-            Ok(inside) => inside
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/"),
-            Err(_) => path.to_string_lossy().into_owned(),
-        }
+        crate::lock::recorded(&self.lock, path)
+    }
+
+    /// Where a chart goes: where the lock put it when `--locked` (whatever the current folder
+    /// is), else `--out`.
+    pub fn charts_dir(&self, pinned: Option<&LockedChart>) -> PathBuf {
+        pinned
+            .and_then(|p| {
+                crate::lock::resolved(&self.lock, &p.file)
+                    .parent()
+                    .map(Path::to_owned)
+            })
+            .unwrap_or_else(|| self.out.clone())
     }
 }
 
@@ -159,6 +164,10 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
     let progress = progress::Progress::new();
     let mut failures = Vec::new();
     let mut lock = Lock::new();
+    lock.lists = crate::lock::Lists {
+        helm_charts_file: options.charts_file.as_deref().map(|p| options.recorded(p)),
+        images_file: options.images_file.as_deref().map(|p| options.recorded(p)),
+    };
 
     // Charts: each classic repository's index once, then every version in parallel.
     let mut indexes = BTreeMap::new();
@@ -172,6 +181,10 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         let Some(config) = charts_file.repositories.get(name) else {
             continue;
         };
+        if config.oci().is_some() {
+            // An OCI repository has no index: its charts are tags.
+            continue;
+        }
         match charts::repository(config, &options.transport) {
             Ok(repo) => match repo.index().await {
                 Ok(index) => {
@@ -193,10 +206,10 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
                 let pinned = locked_charts.and_then(|l| l.get(&key)).cloned();
                 let task = progress.task(&key);
                 let indexes = &indexes;
-                let images_file = &images_file;
+                let lists = (&charts_file, &images_file);
                 async move {
                     let result =
-                        charts::fetch(source, images_file, indexes, options, pinned.as_ref()).await;
+                        charts::fetch(source, lists, indexes, options, pinned.as_ref()).await;
                     task.finish(&result);
                     (key, result)
                 }
@@ -240,7 +253,17 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
                         repository: repository.clone(),
                         tag: String::new(),
                     };
-                    let dir = lists::layout_dir(&options.images_out, &image);
+                    // Locked, where the lock put it; else under --images-out.
+                    let dir = tags
+                        .iter()
+                        .find_map(|tag| {
+                            let key = format!("{registry_host}/{repository}:{tag}");
+                            locked_images?.get(&key)
+                        })
+                        .map_or_else(
+                            || lists::layout_dir(&options.images_out, &image),
+                            |l| crate::lock::resolved(&options.lock, &l.layout),
+                        );
                     let pinned: BTreeMap<String, String> = tags
                         .iter()
                         .filter_map(|tag| {

@@ -113,6 +113,31 @@ impl Registry {
         .await
     }
 
+    /// The repository's tags, every page of them.
+    pub async fn tags(&self, repository: &str) -> Result<Vec<String>, Problem> {
+        const PAGE: usize = 1000;
+        let reference = self.reference(repository, "latest")?;
+        let mut tags: Vec<String> = Vec::new();
+        // Pages until one brings nothing new (a registry may page with a smaller size than
+        // asked); a bound keeps one that never ends from looping.
+        for _ in 0..100 {
+            let last = tags.last().cloned();
+            let page = with_retries(|| async {
+                self.client
+                    .list_tags(&reference, &self.auth, Some(PAGE), last.as_deref())
+                    .await
+                    .map_err(|e| classify(&e))
+            })
+            .await?;
+            let before = tags.len();
+            tags.extend(page.tags.into_iter().filter(|t| Some(t) > last.as_ref()));
+            if tags.len() == before {
+                break;
+            }
+        }
+        Ok(tags)
+    }
+
     /// Whether a manifest `tag` exists (for cosign's tag schema): `None` when it does not.
     pub async fn manifest_if_any(
         &self,

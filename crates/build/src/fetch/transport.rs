@@ -55,7 +55,80 @@ pub fn is_loopback(registry: &str) -> bool {
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Why a `--ca-file` cannot be trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum CaFileError {
+    #[error("--ca-file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--ca-file {}: not PEM: {source}", path.display())]
+    Pem {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error(
+        "--ca-file {}: no PEM certificate in it{}: give the CA's certificate (-----BEGIN CERTIFICATE-----)",
+        path.display(),
+        if found.is_empty() { String::new() } else { format!(" (it holds {})", found.join(", ")) }
+    )]
+    NoCertificate { path: PathBuf, found: Vec<String> },
+    #[error("--ca-file {}: certificate {number} cannot be trusted: {source}", path.display())]
+    BadCertificate {
+        path: PathBuf,
+        number: usize,
+        source: rustls::Error,
+    },
+}
+
 impl Transport {
+    /// The PEM certificates of the `--ca-file` at `path`, each checked to be one a TLS client
+    /// can trust: a file with none (empty, text, a key) is refused here, naming it, rather
+    /// than failing every HTTPS source later.
+    pub fn read_ca_file(path: &Path) -> Result<Vec<u8>, CaFileError> {
+        use rustls::pki_types::pem::{PemObject, SectionKind};
+        let pem = std::fs::read(path).map_err(|source| CaFileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut found = Vec::new();
+        let mut roots = rustls::RootCertStore::empty();
+        for section in <(SectionKind, Vec<u8>)>::pem_slice_iter(&pem) {
+            let (kind, der) = section.map_err(|source| CaFileError::Pem {
+                path: path.to_owned(),
+                source,
+            })?;
+            if kind == SectionKind::Certificate {
+                roots
+                    .add(der.into())
+                    .map_err(|source| CaFileError::BadCertificate {
+                        path: path.to_owned(),
+                        number: roots.len() + 1,
+                        source,
+                    })?;
+            } else {
+                found.push(match kind {
+                    SectionKind::PrivateKey
+                    | SectionKind::RsaPrivateKey
+                    | SectionKind::EcPrivateKey => "a private key".to_owned(),
+                    SectionKind::PublicKey => "a public key".to_owned(),
+                    SectionKind::Csr => "a certificate request".to_owned(),
+                    SectionKind::Crl => "a revocation list".to_owned(),
+                    other => format!("{other:?}"),
+                });
+            }
+        }
+        if roots.is_empty() {
+            found.dedup();
+            return Err(CaFileError::NoCertificate {
+                path: path.to_owned(),
+                found,
+            });
+        }
+        Ok(pem)
+    }
+
     /// Whether `registry` is reached over plain HTTP.
     pub fn plain_http(&self, registry: &str) -> bool {
         is_loopback(registry)
@@ -79,7 +152,7 @@ impl Transport {
         }
         builder
             .build()
-            .map_err(|e| Problem::Tls(format!("cannot set up HTTPS: {e}")))
+            .map_err(|e| Problem::Invalid(format!("cannot set up HTTPS: {e}")))
     }
 }
 

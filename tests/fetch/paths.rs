@@ -1,0 +1,181 @@
+//! Where fetch writes and how the lock names it: the README's layout (lists and lock in
+//! `addons/`, packages in `charts/` at the top, `content.yaml` naming the lock) packs as
+//! written; every path in the lock is relative to the lock's folder, and local `chartURLs` are
+//! keyed as the list writes them, so the lock is the same from any folder, on any machine; the
+//! command pack's error suggests is the one that mends what it names.
+
+use super::sources::HelmRepo;
+use super::*;
+
+/// `chartreg-build ARGS` run in `dir`.
+fn build_tool_in(dir: &Path, args: &[&str]) -> Output {
+    common::output_of(
+        Command::new(common::chartreg_build_bin())
+            .args(args)
+            .current_dir(dir),
+        "chartreg-build",
+    )
+}
+
+fn ok(out: Output, what: &str) -> String {
+    assert!(out.status.success(), "{what} failed: {}", describe(&out));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = common::output_of(
+        Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@e.test"])
+            .args(args)
+            .current_dir(dir),
+        "git",
+    );
+    assert!(out.status.success(), "git {args:?}: {}", describe(&out));
+}
+
+#[test]
+fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
+    let repo = HelmRepo::start();
+    let hello = package("hello-1.0.0.tgz");
+    repo.publish(&[("hello-1.0.0.tgz", &hello)], str::to_owned, |_, d| {
+        hex_sha256(d)
+    });
+    // The team's repository: lists in addons/, a vendored package beside them.
+    let work = Work::new();
+    work.write(
+        "addons/charts.yaml",
+        &format!(
+            "repositories:\n  test:\n    repoURL: {}\n    charts:\n      hello: [\"1.0.0\"]\nchartURLs:\n  - ./vendor/hello-0.2.0.tgz\n",
+            repo.url("")
+        ),
+    );
+    std::fs::create_dir_all(work.path("addons/vendor")).expect("create folder");
+    std::fs::write(
+        work.path("addons/vendor/hello-0.2.0.tgz"),
+        package("hello-0.2.0.tgz"),
+    )
+    .expect("write package");
+    // The README's commands, as written, from the repository's top.
+    work.fetch_ok(&["--helm-charts-file", "addons/charts.yaml"]);
+    let lock_text = || String::from_utf8(work.read("addons/chartreg.lock")).expect("UTF-8");
+    let lock = lock_text();
+    for line in [
+        "  ./vendor/hello-0.2.0.tgz:",
+        "    url: ./vendor/hello-0.2.0.tgz",
+        "    file: ../charts/hello-0.2.0.tgz",
+        "    file: ../charts/hello-1.0.0.tgz",
+        "  helm_charts_file: charts.yaml",
+    ] {
+        assert!(
+            lock.lines().any(|l| l == line),
+            "lock lacks `{line}`:\n{lock}"
+        );
+    }
+    assert!(
+        !lock.contains(str_path(work.dir.path())),
+        "an absolute path in the lock:\n{lock}"
+    );
+    work.write(
+        "content.yaml",
+        "charts:\n  from: [charts]\nlock: addons/chartreg.lock\n",
+    );
+    let packed = ok(
+        build_tool_in(
+            work.dir.path(),
+            &["pack", "--config", "content.yaml", "--out", "assets"],
+        ),
+        "pack from the top",
+    );
+    assert!(packed.contains("1 charts, 2 versions"), "{packed}");
+    // And from another folder, the content file named by a relative path.
+    ok(
+        build_tool_in(
+            &work.path("addons"),
+            &["pack", "--config", "../content.yaml", "--out", "../assets"],
+        ),
+        "pack from addons/",
+    );
+
+    // --locked from another folder, the list by its absolute path: the lock matches, and
+    // nothing is written where fetch runs.
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let out = ok(
+        build_tool_in(
+            elsewhere.path(),
+            &[
+                "fetch",
+                "--helm-charts-file",
+                str_path(&work.path("addons/charts.yaml")),
+                "--locked",
+            ],
+        ),
+        "fetch --locked from elsewhere",
+    );
+    assert!(out.contains("lock matches"), "{out}");
+    assert_eq!(common::file_names(elsewhere.path()), Vec::<String>::new());
+    // Without --locked from addons/, the list by a relative path: the same lock, byte for byte.
+    let out = ok(
+        build_tool_in(
+            &work.path("addons"),
+            &[
+                "fetch",
+                "--helm-charts-file",
+                "charts.yaml",
+                "--out",
+                "../charts",
+            ],
+        ),
+        "fetch from addons/",
+    );
+    assert!(out.contains("lock unchanged:"), "{out}");
+    assert_eq!(lock_text(), lock);
+
+    // Committed without the packages and cloned elsewhere: pack names what is missing and the
+    // command to run; that command, run as it is printed, mends it.
+    work.write(".gitignore", "/charts/\n/assets/\n");
+    git(work.dir.path(), &["init", "-q", "-b", "main"]);
+    git(work.dir.path(), &["add", "."]);
+    git(work.dir.path(), &["commit", "-q", "-m", "content"]);
+    let machine = tempfile::tempdir().expect("temp dir");
+    git(
+        machine.path(),
+        &["clone", "-q", str_path(work.dir.path()), "clone"],
+    );
+    let clone = machine.path().join("clone");
+    let failed = build_tool_in(
+        &clone,
+        &["pack", "--config", "content.yaml", "--out", "assets"],
+    );
+    let e = String::from_utf8(failed.stderr.clone()).expect("UTF-8");
+    assert!(!failed.status.success(), "{}", describe(&failed));
+    assert!(
+        e.contains("addons/../charts/hello-0.2.0.tgz: No such file")
+            || e.contains("addons/../charts/hello-1.0.0.tgz: No such file"),
+        "{e}"
+    );
+    let remedy = e
+        .split("run `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no command suggested: {e}"));
+    assert_eq!(
+        remedy,
+        "chartreg-build fetch --locked --lock addons/chartreg.lock"
+    );
+    let args: Vec<&str> = remedy.split(' ').skip(1).collect();
+    let out = ok(build_tool_in(&clone, &args), "the suggested command");
+    assert!(out.contains("lock matches"), "{out}");
+    assert!(std::fs::read(clone.join("charts/hello-1.0.0.tgz")).expect("fetched") == hello);
+    ok(
+        build_tool_in(
+            &clone,
+            &["pack", "--config", "content.yaml", "--out", "assets"],
+        ),
+        "pack in the clone",
+    );
+    assert_eq!(
+        std::fs::read(clone.join("addons/chartreg.lock")).expect("lock"),
+        lock.as_bytes(),
+        "--locked wrote the lock"
+    );
+}
