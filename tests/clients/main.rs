@@ -2,8 +2,8 @@
 //! - oci-client (the Rust crate) pulls charts from the binary, lists tags, reads digests with
 //!   HEAD and reads blob ranges; and pulls generated multi-megabyte content from the library
 //!   served in-process;
-//! - skopeo (containers/image) inspects raw manifests, lists tags and copies a chart into an
-//!   OCI layout, keeping its digests;
+//! - skopeo (containers/image) inspects raw manifests, lists tags (an image's exactly as
+//!   upstream has them) and copies a chart into an OCI layout, keeping its digests;
 //! - both against the embedded multi-platform image with its signature and SBOM.
 //!
 //! Every check compares with the packages in `charts/` and the digests `assets/` tags.
@@ -17,6 +17,7 @@ mod skopeo;
 
 use std::process::Command;
 
+use chartreg_core::content::{ContentFile, Registry};
 use common::{InProcess, Process, assert_same_bytes, assets_tag_digest, describe, root};
 use futures_util::TryStreamExt;
 use oci_client::client::{BlobResponse, ClientConfig, ClientProtocol, SizedStream};

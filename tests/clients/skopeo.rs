@@ -1,4 +1,5 @@
-//! skopeo inspects raw manifests, lists tags and copies a chart into an OCI layout.
+//! skopeo inspects raw manifests, lists tags (an image's as upstream has them, a chart's `v`
+//! tags with their unprefixed form) and copies a chart into an OCI layout.
 
 use super::*;
 
@@ -157,4 +158,69 @@ fn skopeo_copies_a_chart_into_an_oci_layout() {
     let mut want = vec![served, config.to_owned(), chart_layer, prov_layer];
     want.sort();
     assert_eq!(blobs, want, "blobs of the copied layout");
+}
+
+/// `skopeo list-tags` of an image lists exactly upstream's tags (`v1.0.0`, no `1.0.0` beside
+/// it); of a chart tagged `v1.0.0`, both forms (Helm resolves ranges against the unprefixed
+/// one). The image is still found by `1.0.0`. Served in-process from a registry built as the
+/// binary builds its own (from the build-time facts of the files).
+#[test]
+fn skopeo_lists_an_images_tags_as_upstream_has_them() {
+    let Some(skopeo) = Skopeo::new() else { return };
+    let image = common::generated_layout(
+        "images/app",
+        "v1.0.0",
+        (
+            "application/vnd.oci.image.config.v1+json",
+            br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#,
+        ),
+        &[("application/vnd.oci.image.layer.v1.tar", b"image layer")],
+    );
+    let chart = common::generated_layout(
+        "charts/app",
+        "v1.0.0",
+        (
+            HELM_CONFIG,
+            br#"{"name":"app","version":"v1.0.0","apiVersion":"v2"}"#,
+        ),
+        &[(HELM_CHART, b"chart package")],
+    );
+    let files: Vec<ContentFile> = image
+        .files
+        .into_iter()
+        .chain(chart.files)
+        .map(|file| {
+            let hash = chartreg_core::oci::sha256(file.held().expect("held in memory"));
+            file.with_sha256(hash)
+        })
+        .collect();
+    let loaded = Registry::from_files(files.clone()).expect("generated layouts load");
+    let facts = bytes::Bytes::from(loaded.facts(&files).expect("facts describe them"));
+    let registry = Registry::from_facts(&facts, &files).expect("the facts are of these files");
+    let server = InProcess::start(registry);
+
+    for (repo, tags) in [
+        ("images/app", ["v1.0.0"].as_slice()),
+        ("charts/app", ["1.0.0", "v1.0.0"].as_slice()),
+    ] {
+        let out = skopeo.ok(&[
+            "list-tags",
+            "--tls-verify=false",
+            &format!("docker://{}/{repo}", server.host()),
+        ]);
+        let list: Value = serde_json::from_slice(&out.stdout).expect("list-tags prints JSON");
+        assert_eq!(list["Tags"], serde_json::json!(tags), "tags of {repo}");
+    }
+
+    let out = skopeo.ok(&[
+        "inspect",
+        "--raw",
+        "--tls-verify=false",
+        &format!("docker://{}/images/app:1.0.0", server.host()),
+    ]);
+    assert_eq!(
+        common::sha256(&out.stdout),
+        image.manifest_digest,
+        "images/app:1.0.0 finds v1.0.0"
+    );
 }

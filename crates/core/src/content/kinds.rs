@@ -107,6 +107,16 @@ fn by_tag(tag: Option<&str>) -> Option<Kind> {
     }
 }
 
+impl Manifest {
+    /// Whether this is a Helm chart's manifest: an image manifest whose config is Helm's (as
+    /// [`Repository::artifact`] tells a [`Kind::Chart`]).
+    pub fn is_chart(&self) -> bool {
+        manifest_kind(&self.media_type) == Some(ManifestKind::Image)
+            && serde_json::from_slice::<ImageManifest>(&self.data)
+                .is_ok_and(|m| m.config.media_type == media_type::HELM_CONFIG)
+    }
+}
+
 impl Repository {
     /// What the manifest `manifest` (tagged `tag`, if it is) is.
     pub fn artifact(&self, manifest: &Manifest, tag: Option<&str>) -> Artifact {

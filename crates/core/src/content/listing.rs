@@ -7,6 +7,8 @@ use std::ops::Range;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use super::Manifest;
+
 /// `<head>["a","b",…]}`: the whole document, and where each name's JSON sits in it.
 #[derive(Debug, Default)]
 pub struct Listing {
@@ -97,17 +99,23 @@ impl Listing {
 impl super::Repository {
     /// Makes the tags list from the tags. Helm resolves version ranges and "latest" only
     /// against tags that are strict semantic versions (`v1.2.3` is not), so the unprefixed
-    /// form of a `v` tag that is one is listed too (and names the same manifest), unless a tag
-    /// of that name exists. `sorted` is every tag, in byte order.
+    /// form of a `v` tag that names a chart, and is one, is listed too (and names the same
+    /// manifest), unless a tag of that name exists. Every other tag (an image's, a
+    /// signature's) is listed as it is, and nothing beside it: an image's tags list is
+    /// upstream's. `sorted` is every tag, in byte order.
     pub(super) fn finish_tags(&mut self, mut sorted: Vec<String>) {
         self.unprefixed = sorted
             .iter()
             .filter_map(|tag| {
                 let unprefixed = tag.strip_prefix('v')?;
-                let strict = semver::Version::parse(&unprefixed.replace('_', "+")).is_ok();
+                if self.tags.contains_key(unprefixed)
+                    || semver::Version::parse(&unprefixed.replace('_', "+")).is_err()
+                {
+                    return None;
+                }
                 let hash = self.tags.get(tag.as_str())?;
-                (strict && !self.tags.contains_key(unprefixed))
-                    .then(|| (unprefixed.to_owned(), *hash))
+                let chart = self.manifests.get(hash).is_some_and(Manifest::is_chart);
+                chart.then(|| (unprefixed.to_owned(), *hash))
             })
             .collect();
         if !self.unprefixed.is_empty() {
@@ -121,6 +129,94 @@ impl super::Repository {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::content::{ContentFile, Registry};
+    use crate::oci::layout::ImageManifest;
+    use crate::oci::{Reference, media_type};
+    use crate::tree::LayoutBuilder;
+    use rstest::rstest;
+
+    /// The layout of `repository` with one manifest (a chart's, or an image's) tagged `tags`,
+    /// its files hashed as the binary's are.
+    fn layout(repository: &str, chart: bool, tags: &[&str]) -> Vec<ContentFile> {
+        let mut layout = LayoutBuilder::new(repository);
+        let (config, layer) = if chart {
+            (media_type::HELM_CONFIG, media_type::HELM_CHART)
+        } else {
+            (
+                "application/vnd.oci.image.config.v1+json",
+                "application/vnd.oci.image.layer.v1.tar+gzip",
+            )
+        };
+        let config = layout.blob(config, br#"{"name":"x","version":"1.0.0"}"#.to_vec());
+        let layer = layout.blob(layer, b"layer".to_vec());
+        let manifest = ImageManifest::new(config, vec![layer]);
+        let descriptor = layout.manifest(media_type::OCI_MANIFEST, &manifest);
+        for tag in tags {
+            layout.list(descriptor.clone(), Some(tag));
+        }
+        layout
+            .into_files()
+            .unwrap()
+            .into_iter()
+            .map(|(path, data)| {
+                let hash = crate::oci::sha256(&data);
+                ContentFile::new(path, data).with_sha256(hash)
+            })
+            .collect()
+    }
+
+    /// The tags list of `repository`, from the files and from the facts written of them (how
+    /// the binary builds it at start-up): the two must agree.
+    fn listed(files: Vec<ContentFile>, repository: &str) -> serde_json::Value {
+        let registry = Registry::from_files(files.clone()).unwrap();
+        let facts = Bytes::from(registry.facts(&files).unwrap());
+        let from_facts = Registry::from_facts(&facts, &files).unwrap();
+        let name = repository.parse().unwrap();
+        let page = |r: &Registry| {
+            let list = r.repository(&name).unwrap().tag_list();
+            list.page(0..list.names().len())
+        };
+        assert_eq!(page(&registry), page(&from_facts), "from the facts");
+        serde_json::from_slice(&page(&registry)).unwrap()
+    }
+
+    #[rstest]
+    #[case::chart_v_tag(true, &["v0.14.5"], &["0.14.5", "v0.14.5"])]
+    #[case::chart_v_tag_with_build(true, &["v1.2.3_build.7"], &["1.2.3_build.7", "v1.2.3_build.7"])]
+    #[case::chart_v_prerelease(true, &["v2.0.0-rc.1"], &["2.0.0-rc.1", "v2.0.0-rc.1"])]
+    #[case::chart_both_forms(true, &["2.0.0", "v2.0.0"], &["2.0.0", "v2.0.0"])]
+    #[case::chart_not_strict(true, &["v1.2"], &["v1.2"])]
+    #[case::chart_plain(true, &["1.0.0"], &["1.0.0"])]
+    #[case::image_v_tags(false, &["v1", "v1.0.0", "v2.1.0-rc.1"], &["v1", "v1.0.0", "v2.1.0-rc.1"])]
+    #[case::image_plain(false, &["1.0.0", "latest"], &["1.0.0", "latest"])]
+    fn unprefixed_forms_are_listed_for_charts_only(
+        #[case] chart: bool,
+        #[case] tags: &[&str],
+        #[case] want: &[&str],
+    ) {
+        let repository = if chart { "charts/x" } else { "images/x" };
+        let list = listed(layout(repository, chart, tags), repository);
+        assert_eq!(
+            list,
+            serde_json::json!({"name": repository, "tags": want}),
+            "{tags:?}"
+        );
+    }
+
+    /// Listing aside, an image's `v` tag is still found by its unprefixed form.
+    #[test]
+    fn an_images_v_tag_is_still_found_unprefixed() {
+        let files = layout("images/x", false, &["v1.0.0"]);
+        let registry = Registry::from_files(files).unwrap();
+        let repository = registry.repository(&"images/x".parse().unwrap()).unwrap();
+        let by = |tag: &str| {
+            repository
+                .manifest(&Reference::Tag(tag.parse().unwrap()))
+                .map(|m| m.digest.clone())
+        };
+        assert_eq!(by("1.0.0"), by("v1.0.0"));
+        assert!(by("1.0.0").is_ok());
+    }
 
     fn listing() -> Listing {
         Listing::new(

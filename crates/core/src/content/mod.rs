@@ -100,7 +100,8 @@ pub struct Repository {
     name: RepositoryName,
     /// Each tag's manifest, by its hash.
     tags: HashMap<String, [u8; 32]>,
-    /// The unprefixed forms of `v` tags, listed beside them (see [`Repository::finish_tags`]).
+    /// The unprefixed forms of charts' `v` tags, listed beside them (see
+    /// [`Repository::finish_tags`]).
     unprefixed: HashMap<String, [u8; 32]>,
     /// Tag names (and unprefixed forms) in byte order, as the tags list returns them, with
     /// their JSON.
