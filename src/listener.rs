@@ -14,6 +14,10 @@
 //! server) the kernel's share fell from 0.29-0.45 to 0.15-0.25 s of CPU per GiB, and the
 //! server's CPU per GiB by about a quarter, with 128 KiB to 1 MiB (0.44 s/GiB; nginx 0.65-0.70).
 //! 512 KiB keeps what one download can hold in memory bounded (see the README, "Footprint").
+//!
+//! Before the handshake, each connection's first byte is peeked: plain HTTP sent to the HTTPS
+//! port is answered `400 Bad Request` and closed there, and everything else goes on to the TLS
+//! acceptor untouched (module `plain`).
 
 use std::io;
 use std::net::TcpListener;
@@ -21,7 +25,7 @@ use std::time::Duration;
 
 use actix_http::{HttpService, Protocol};
 use actix_server::{Server, ServerBuilder};
-use actix_service::{IntoServiceFactory, ServiceFactoryExt, boxed, map_config};
+use actix_service::{IntoServiceFactory, ServiceFactoryExt, boxed, fn_service, map_config};
 use actix_tls::accept::rustls_0_23::{Acceptor, TlsStream};
 use actix_web::dev::AppConfig;
 use actix_web::http::KeepAlive;
@@ -32,10 +36,13 @@ use rustls::ServerConfig;
 use crate::http::{self, Ops};
 use chartreg_core::content::Registry;
 
+mod plain;
+
 /// Encrypted bytes one TLS connection may queue (see the module's documentation).
 pub const TLS_SEND_BUFFER: usize = 512 * 1024;
 
-/// How long a TLS handshake may take (actix-tls's default, as before).
+/// How long a TLS handshake may take (actix-tls's default, as before), and how long a new
+/// connection on the HTTPS port may take to send its first byte (module `plain`).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What the main listener's server is made with.
@@ -105,9 +112,9 @@ pub fn server(
             Some(config) => {
                 let mut acceptor = Acceptor::new(config.clone());
                 acceptor.set_handshake_timeout(HANDSHAKE_TIMEOUT);
-                let service = acceptor
-                    .map_init_err(|_| ())
-                    .map_err(|_| ())
+                // Plain HTTP is answered, and ends, before the handshake (module `plain`).
+                let service = fn_service(|io: TcpStream| plain::sort(io, HANDSHAKE_TIMEOUT))
+                    .and_then(acceptor.map_init_err(|_| ()).map_err(|_| ()))
                     .and_then(|io: TlsStream<TcpStream>| async move { Ok(accepted(io)) })
                     .and_then(
                         http_service!(TlsStream<TcpStream>)

@@ -107,6 +107,15 @@ struct Info<'a> {
     message: &'a str,
 }
 
+/// The distribution spec's error envelope of one error, as JSON.
+pub fn error_body(code: ErrorCode, message: &str) -> Vec<u8> {
+    let body = Envelope {
+        errors: [Info { code, message }],
+    };
+    // Serialising two strings and an enum cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
 /// What `Allow` says on a 405.
 pub const ALLOWED_METHODS: &str = "GET, HEAD";
 
@@ -128,13 +137,6 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let message = self.to_string();
-        let body = Envelope {
-            errors: [Info {
-                code: self.code(),
-                message: &message,
-            }],
-        };
         let mut response = HttpResponse::build(self.status_code());
         response.insert_header((
             header::CONTENT_TYPE,
@@ -149,7 +151,6 @@ impl ResponseError for ApiError {
             }
             _ => {}
         }
-        // Serialising two strings and an enum cannot fail.
-        response.body(serde_json::to_vec(&body).unwrap_or_default())
+        response.body(error_body(self.code(), &self.to_string()))
     }
 }

@@ -54,7 +54,7 @@ use actix_web::{App, HttpRequest, HttpResponse, web};
 use crate::metrics::{BuildInfo, Metrics};
 use chartreg_core::content::Registry;
 
-pub use error::{ALLOWED_METHODS, ApiError, ErrorCode};
+pub use error::{ALLOWED_METHODS, ApiError, ErrorCode, error_body};
 pub use operations::metrics_app;
 pub use pagination::Page;
 pub use range::{RangeSpec, Selection};

@@ -2,8 +2,9 @@
 //! `--ca-file` (and fail without it); keys in PKCS#8, PKCS#1 and SEC1 and a certificate file
 //! with a chain are served; TLS 1.3 and 1.2, ALPN h2 and http/1.1; start-up fails (before
 //! listening) on every kind of bad file; a rotated Kubernetes secret (`..data` symlink swap) is
-//! picked up without a failed connection, and a bad new pair is ignored with a warning; the
-//! binary links no OpenSSL.
+//! picked up without a failed connection, and a bad new pair is ignored with a warning; plain
+//! HTTP sent to the HTTPS port gets a 400 saying so (Helm 3 and 4, curl); the binary links no
+//! OpenSSL.
 //!
 //! Every certificate is made by the test (rcgen, plus the `openssl` CLI for the key formats
 //! rcgen does not write), in its own temporary folder; every test runs its own chartreg.
@@ -12,6 +13,7 @@
 mod common;
 mod files;
 mod helm;
+mod plain;
 mod reload;
 mod startup;
 
