@@ -5,10 +5,14 @@
 //! One data key per chart under the repository URL's path (`oci://host/charts` -> the
 //! repositories `charts/<name>`): the chart name, or the key a mapping file gives it
 //! (`nfd: node-feature-discovery`), or `<key>-<version>` for every version with
-//! `--all-versions`. Each value is a block of YAML: `ChartName`, `ChartVersion` (the version as
-//! Chart.yaml writes it, `v` and `+` kept) and `RepositoryURL`. By default the newest stable
-//! version of each chart (the newest prerelease when it has no stable one), ordered as Helm
-//! orders versions.
+//! `--all-versions`. Each value is a block of YAML: `ChartName`, `ChartVersion` (the version
+//! as Chart.yaml writes it, `v` and `+` kept) and `RepositoryURL`.
+//!
+//! By default each chart's version is the one `helm pull` without `--version` pulls
+//! ([`helm_latest`] over the tags list chartreg serves, then that tag's Chart.yaml version):
+//! with both `0.14.5` and `v0.14.5` packaged, `0.14.5`. When Helm would find none (a chart
+//! with only prereleases, or with no version that is strict semver), the newest by Helm's
+//! order, stable first, which `--version` then pulls.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -16,7 +20,7 @@ use std::fmt::Write as _;
 use chartreg_core::content::{Kind, Registry, Repository};
 use chartreg_core::oci::Reference;
 
-use crate::versions::order;
+use crate::versions::{helm_latest, order};
 
 /// What the command is asked for.
 #[derive(Debug, Clone)]
@@ -48,33 +52,61 @@ pub struct Entry {
     pub version: String,
 }
 
-/// The chart versions of a repository: (its version as Chart.yaml writes it).
-fn versions(repository: &Repository) -> Vec<String> {
-    let mut found = Vec::new();
-    for tag in repository.tags() {
-        let Ok(tag_ref) = tag.parse() else { continue };
-        let Ok(manifest) = repository.manifest(&Reference::Tag(tag_ref)) else {
-            continue;
-        };
-        if repository.artifact(manifest, Some(tag)).kind != Kind::Chart {
-            continue;
-        }
-        let version = serde_json::from_slice::<serde_json::Value>(&manifest.data)
-            .ok()
-            .and_then(|m| {
-                let digest = m.get("config")?.get("digest")?;
-                digest.as_str().map(str::to_owned)
-            })
-            .and_then(|d| repository.blob(&d.parse().ok()?).ok())
-            .and_then(|config| serde_json::from_slice::<serde_json::Value>(&config.data).ok())
-            .and_then(|c| c.get("version")?.as_str().map(str::to_owned));
-        if let Some(version) = version {
-            found.push(version);
-        }
+/// A chart's versions: every one (as Chart.yaml writes it, oldest first in Helm's order), and
+/// the one `helm pull` without `--version` gets.
+struct Chart {
+    versions: Vec<String>,
+    latest: Option<String>,
+}
+
+/// The Chart.yaml version of the chart that `tag` (or the alias chartreg answers it with)
+/// names in `repository`; `None` when that is no chart.
+fn chart_version(repository: &Repository, tag: &str) -> Option<String> {
+    let manifest = repository
+        .manifest(&Reference::Tag(tag.parse().ok()?))
+        .ok()?;
+    if repository.artifact(manifest, Some(tag)).kind != Kind::Chart {
+        return None;
     }
-    found.sort_by(|a, b| order(a).cmp(&order(b)).then_with(|| a.cmp(b)));
-    found.dedup();
-    found
+    let m: serde_json::Value = serde_json::from_slice(&manifest.data).ok()?;
+    let digest = m.get("config")?.get("digest")?.as_str()?.parse().ok()?;
+    let config = repository.blob(&digest).ok()?;
+    let config: serde_json::Value = serde_json::from_slice(&config.data).ok()?;
+    Some(config.get("version")?.as_str()?.to_owned())
+}
+
+/// The chart in `repository`, if it holds any chart version.
+fn chart(repository: &Repository) -> Option<Chart> {
+    let mut versions: Vec<String> = repository
+        .tags()
+        .into_iter()
+        .filter_map(|tag| chart_version(repository, tag))
+        .collect();
+    if versions.is_empty() {
+        return None;
+    }
+    versions.sort_by(|a, b| order(a).cmp(&order(b)).then_with(|| a.cmp(b)));
+    versions.dedup();
+    let listed = repository.tag_list().names().iter().map(String::as_str);
+    let latest = helm_latest(listed).and_then(|tag| chart_version(repository, tag));
+    Some(Chart { versions, latest })
+}
+
+impl Chart {
+    /// The version the ConfigMap names by default: what Helm pulls without `--version`, else
+    /// the newest stable version in Helm's order, else the newest.
+    fn default_version(&self) -> Option<&String> {
+        let stable = || {
+            self.versions
+                .iter()
+                .rev()
+                .find(|v| order(v).is_some_and(|o| o.pre.is_empty()))
+        };
+        self.latest
+            .as_ref()
+            .or_else(stable)
+            .or(self.versions.last())
+    }
 }
 
 /// The entries of the ConfigMap for `registry`.
@@ -86,29 +118,28 @@ pub fn entries(registry: &Registry, request: &Request) -> Result<Vec<Entry>, Add
         .map(|(_, path)| path.trim_end_matches('/'))
         .filter(|path| !path.is_empty())
         .ok_or_else(|| AddonsError::Url(request.repository_url.clone()))?;
-    let mut charts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut charts: BTreeMap<String, Chart> = BTreeMap::new();
     for repository in registry.repositories() {
-        let Some(chart) = repository
+        let Some(name) = repository
             .name()
             .strip_prefix(path)
             .and_then(|r| r.strip_prefix('/'))
         else {
             continue;
         };
-        if chart.contains('/') {
+        if name.contains('/') {
             continue;
         }
-        let versions = versions(repository);
-        if !versions.is_empty() {
-            charts.insert(chart.to_owned(), versions);
+        if let Some(chart) = chart(repository) {
+            charts.insert(name.to_owned(), chart);
         }
     }
     if charts.is_empty() {
         return Err(AddonsError::NoCharts(path.to_owned()));
     }
-    for chart in request.mapping.values() {
-        if !charts.contains_key(chart) {
-            return Err(AddonsError::UnknownChart(chart.clone()));
+    for name in request.mapping.values() {
+        if !charts.contains_key(name) {
+            return Err(AddonsError::UnknownChart(name.clone()));
         }
     }
     let key_of = |chart: &str| {
@@ -119,26 +150,22 @@ pub fn entries(registry: &Registry, request: &Request) -> Result<Vec<Entry>, Add
             .map_or_else(|| chart.to_owned(), |(key, _)| key.clone())
     };
     let mut entries = Vec::new();
-    for (chart, versions) in &charts {
-        let key = key_of(chart);
+    for (name, chart) in &charts {
+        let key = key_of(name);
         if request.all_versions {
-            for version in versions {
+            for version in &chart.versions {
                 entries.push(Entry {
                     key: format!("{key}-{version}"),
-                    chart: chart.clone(),
+                    chart: name.clone(),
                     version: version.clone(),
                 });
             }
             continue;
         }
-        let stable = versions
-            .iter()
-            .rev()
-            .find(|v| order(v).is_some_and(|o| o.pre.is_empty()));
-        if let Some(version) = stable.or(versions.last()) {
+        if let Some(version) = chart.default_version() {
             entries.push(Entry {
                 key,
-                chart: chart.clone(),
+                chart: name.clone(),
                 version: version.clone(),
             });
         }

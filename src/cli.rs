@@ -143,7 +143,8 @@ pub struct AddonsArgs {
     /// e.g. `nfd: node-feature-discovery`.
     #[arg(long)]
     pub mapping: Option<PathBuf>,
-    /// Every version of every chart, as `KEY-VERSION` keys (default: the newest stable one).
+    /// Every version of every chart, as `KEY-VERSION` keys (default: the version `helm pull`
+    /// without `--version` gets).
     #[arg(long)]
     pub all_versions: bool,
 }

@@ -33,6 +33,7 @@
 
 pub mod addons;
 pub mod cli;
+pub mod go_sort;
 pub mod http;
 pub mod inspect;
 pub mod listener;

@@ -5,6 +5,7 @@
 //! builders the other modules share, and those tests. `refused`: content the build cannot
 //! serve. `linked`: files of 1 MiB and more linked in as objects (in `.lrodata`) and served
 //! byte for byte. `downloads`: large downloads, many at once, and through a graceful shutdown.
+//! `addons`: `addons-config` names the versions Helm 3 and 4 pull without `--version`.
 //!
 //! Builds go to their own target folder (`target/embed-test`), one at a time, and each binary
 //! is copied out before use, so that they never disturb the binary the other tests run or each
@@ -13,6 +14,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod addons;
 mod downloads;
 mod linked;
 mod refused;
