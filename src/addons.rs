@@ -5,8 +5,10 @@
 //! One data key per chart under the repository URL's path (`oci://host/charts` -> the
 //! repositories `charts/<name>`): the chart name, or the key a mapping file gives it
 //! (`nfd: node-feature-discovery`), or `<key>-<version>` for every version with
-//! `--all-versions`. Each value is a block of YAML: `ChartName`, `ChartVersion` (the version
-//! as Chart.yaml writes it, `v` and `+` kept) and `RepositoryURL`.
+//! `--all-versions`. `--only-mapped` keeps only the charts the mapping names; `--exclude`
+//! leaves charts out (a name that is no chart is an error, not a silent no-op). Each value is
+//! a block of YAML: `ChartName`, `ChartVersion` (the version as Chart.yaml writes it, `v` and
+//! `+` kept) and `RepositoryURL`.
 //!
 //! By default each chart's version is the one `helm pull` without `--version` pulls
 //! ([`helm_latest`] over the tags list chartreg serves, then that tag's Chart.yaml version):
@@ -14,7 +16,7 @@
 //! with only prereleases, or with no version that is strict semver), the newest by Helm's
 //! order, stable first, which `--version` then pulls.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use chartreg_core::content::{Kind, Registry, Repository};
@@ -30,6 +32,10 @@ pub struct Request {
     pub namespace: Option<String>,
     /// Data key -> chart name.
     pub mapping: BTreeMap<String, String>,
+    /// Only the charts `mapping` names.
+    pub only_mapped: bool,
+    /// Charts left out; each must be a chart under the repository URL.
+    pub exclude: BTreeSet<String>,
     pub all_versions: bool,
 }
 
@@ -42,6 +48,10 @@ pub enum AddonsError {
     NoCharts(String),
     #[error("the mapping names `{0}`, which is not a chart under the repository URL")]
     UnknownChart(String),
+    #[error("--exclude names `{0}`, which is not a chart under the repository URL")]
+    UnknownExcluded(String),
+    #[error("no chart under `{0}/` is left to list (--only-mapped, --exclude)")]
+    NothingLeft(String),
 }
 
 /// One chart version the ConfigMap lists.
@@ -141,6 +151,18 @@ pub fn entries(registry: &Registry, request: &Request) -> Result<Vec<Entry>, Add
         if !charts.contains_key(name) {
             return Err(AddonsError::UnknownChart(name.clone()));
         }
+    }
+    for name in &request.exclude {
+        if !charts.contains_key(name) {
+            return Err(AddonsError::UnknownExcluded(name.clone()));
+        }
+    }
+    let mapped: BTreeSet<&String> = request.mapping.values().collect();
+    charts.retain(|name, _| {
+        !request.exclude.contains(name) && (!request.only_mapped || mapped.contains(name))
+    });
+    if charts.is_empty() {
+        return Err(AddonsError::NothingLeft(path.to_owned()));
     }
     let key_of = |chart: &str| {
         request

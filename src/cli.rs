@@ -143,6 +143,12 @@ pub struct AddonsArgs {
     /// e.g. `nfd: node-feature-discovery`.
     #[arg(long)]
     pub mapping: Option<PathBuf>,
+    /// Only the charts the mapping file names.
+    #[arg(long, requires = "mapping")]
+    pub only_mapped: bool,
+    /// Leave this chart out (repeatable); a name that is no chart under the URL is an error.
+    #[arg(long, value_name = "CHART")]
+    pub exclude: Vec<String>,
     /// Every version of every chart, as `KEY-VERSION` keys (default: the version `helm pull`
     /// without `--version` gets).
     #[arg(long)]
@@ -230,7 +236,9 @@ enum CommandError {
     #[error("{0} problem(s) found")]
     Verify(usize),
     #[error("{0}")]
-    Addons(String),
+    Mapping(String),
+    #[error(transparent)]
+    Addons(#[from] addons::AddonsError),
 }
 
 fn load(content: impl FnOnce() -> Content) -> Result<(Registry, Checked), CommandError> {
@@ -264,7 +272,7 @@ fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandErr
 
 fn addons_config(args: &AddonsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
     let mapping = match &args.mapping {
-        Some(path) => read_mapping(path).map_err(CommandError::Addons)?,
+        Some(path) => read_mapping(path).map_err(CommandError::Mapping)?,
         None => Default::default(),
     };
     let request = addons::Request {
@@ -272,11 +280,12 @@ fn addons_config(args: &AddonsArgs, content: impl FnOnce() -> Content) -> Result
         name: args.name.clone(),
         namespace: args.namespace.clone(),
         mapping,
+        only_mapped: args.only_mapped,
+        exclude: args.exclude.iter().cloned().collect(),
         all_versions: args.all_versions,
     };
     let (registry, _) = load(content)?;
-    let entries =
-        addons::entries(&registry, &request).map_err(|e| CommandError::Addons(e.to_string()))?;
+    let entries = addons::entries(&registry, &request)?;
     let mut out = std::io::stdout().lock();
     match out.write_all(addons::config_map(&entries, &request).as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

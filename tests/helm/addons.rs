@@ -1,6 +1,6 @@
 //! `chartreg addons-config`: the ConfigMap it prints for what the binary holds is applied to
 //! `helm pull`: every entry, as written, pulls from the running binary, with Helm 3 and 4; keys
-//! follow a mapping file and `--all-versions`.
+//! follow a mapping file and `--all-versions`; `--only-mapped` and `--exclude` choose the charts.
 
 use super::*;
 
@@ -113,5 +113,80 @@ fn a_mapping_file_names_the_keys() {
         String::from_utf8_lossy(&out.stderr).contains("nothing-like-it"),
         "{}",
         describe(&out)
+    );
+}
+
+/// `chartreg addons-config ARGS`, expected to fail: its exit code and stderr.
+fn addons_config_fails(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(common::chartreg_bin())
+        .arg("addons-config")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", describe(&out));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn only_mapped_and_exclude_choose_the_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mapping = dir.path().join("mapping.yaml");
+    std::fs::write(&mapping, "greeter: hello\n").unwrap();
+    let mapping = str_path(&mapping);
+    let url = "oci://helm-repository.ns.svc/charts";
+    let keys = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["--repository-url", url];
+        all.extend_from_slice(args);
+        addons_config(&all).1.into_iter().map(|(k, _)| k).collect()
+    };
+    assert_eq!(keys(&["--exclude", "chartreg"]), ["hello", "motd"]);
+    assert_eq!(
+        keys(&["--exclude", "chartreg", "--exclude", "motd"]),
+        ["hello"]
+    );
+    assert_eq!(keys(&["--mapping", mapping, "--only-mapped"]), ["greeter"]);
+    assert_eq!(
+        keys(&["--mapping", mapping, "--exclude", "motd"]),
+        ["chartreg", "greeter"]
+    );
+    assert_eq!(
+        keys(&["--all-versions", "--mapping", mapping, "--only-mapped"]),
+        [
+            "greeter-0.1.0",
+            "greeter-0.2.0",
+            "greeter-1.0.0",
+            "greeter-1.0.1+build.7",
+            "greeter-1.1.0-rc.1"
+        ]
+    );
+
+    // A typo in --exclude would otherwise list the chart it meant to leave out.
+    let (code, stderr) = addons_config_fails(&["--repository-url", url, "--exclude", "chartrge"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("--exclude names `chartrge`, which is not a chart"),
+        "{stderr}"
+    );
+    // --only-mapped needs a mapping.
+    let (code, stderr) = addons_config_fails(&["--repository-url", url, "--only-mapped"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--mapping"), "{stderr}");
+    // Nothing left: an empty ConfigMap would remove every add-on from a cluster that applies it.
+    let (code, stderr) = addons_config_fails(&[
+        "--repository-url",
+        url,
+        "--mapping",
+        mapping,
+        "--only-mapped",
+        "--exclude",
+        "hello",
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("no chart under `charts/` is left to list"),
+        "{stderr}"
     );
 }
