@@ -15,10 +15,8 @@ mod images;
 mod rust_client;
 mod skopeo;
 
-use std::process::Command;
-
 use chartreg_core::content::{ContentFile, Registry};
-use common::{InProcess, Process, assert_same_bytes, assets_tag_digest, describe, root};
+use common::{InProcess, Process, Skopeo, assert_same_bytes, assets_tag_digest, root};
 use futures_util::TryStreamExt;
 use oci_client::client::{BlobResponse, ClientConfig, ClientProtocol, SizedStream};
 use oci_client::manifest::OciDescriptor;
@@ -74,49 +72,6 @@ fn served_manifest_digest(url: &str, repo: &str, tag: &str) -> String {
 async fn collect(stream: SizedStream) -> Vec<u8> {
     let chunks: Vec<bytes::Bytes> = stream.try_collect().await.expect("blob stream reads");
     chunks.concat()
-}
-
-/// skopeo with a private HOME, runtime and temp folders and an accept-anything policy file.
-struct Skopeo {
-    bin: std::path::PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl Skopeo {
-    fn new() -> Option<Skopeo> {
-        let bin = common::tool("skopeo")?;
-        let dir = tempfile::tempdir().expect("temp dir");
-        for sub in ["home", "run", "tmp"] {
-            std::fs::create_dir(dir.path().join(sub)).expect("mkdir");
-        }
-        std::fs::write(
-            dir.path().join("policy.json"),
-            r#"{"default":[{"type":"insecureAcceptAnything"}]}"#,
-        )
-        .expect("write policy");
-        Some(Skopeo { bin, dir })
-    }
-
-    fn ok(&self, args: &[&str]) -> std::process::Output {
-        let d = self.dir.path();
-        let mut cmd = Command::new(&self.bin);
-        cmd.arg("--policy")
-            .arg(d.join("policy.json"))
-            .args(args)
-            .env("HOME", d.join("home"))
-            .env("XDG_RUNTIME_DIR", d.join("run"))
-            .env("XDG_CONFIG_HOME", d.join("home/.config"))
-            .env("TMPDIR", d.join("tmp"))
-            .env_remove("REGISTRY_AUTH_FILE");
-        let out = common::output_of(&mut cmd, "skopeo");
-        assert!(
-            out.status.success(),
-            "skopeo {} failed: {}",
-            args.join(" "),
-            describe(&out)
-        );
-        out
-    }
 }
 
 /// Pseudo-random bytes (xorshift64*), enough to defeat any compression or patterns.

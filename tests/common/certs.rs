@@ -1,10 +1,15 @@
-//! A private CA and a server certificate it signed for 127.0.0.1 (rcgen), for tests that
-//! serve or reach HTTPS on loopback with `--ca-file`.
+//! A private CA and a server certificate it signed for 127.0.0.1 and [`LOOPBACK_NAME`]
+//! (rcgen), for tests that serve or reach HTTPS on loopback with `--ca-file`.
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
+
+/// A name the server certificate also holds, for clients that treat a loopback address as
+/// plain HTTP (Helm 3 does): such a test resolves it to 127.0.0.1 itself (see
+/// [`super::with_hosts`]).
+pub const LOOPBACK_NAME: &str = "chartreg.test";
 
 pub struct LoopbackCert {
     pub ca_pem: String,
@@ -24,7 +29,8 @@ impl LoopbackCert {
         let ca_key = KeyPair::generate().expect("CA key");
         let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
         let issuer = Issuer::new(ca, ca_key);
-        let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("leaf");
+        let names = vec!["127.0.0.1".to_owned(), LOOPBACK_NAME.to_owned()];
+        let mut leaf = CertificateParams::new(names).expect("leaf");
         leaf.distinguished_name
             .push(DnType::CommonName, "127.0.0.1");
         leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];

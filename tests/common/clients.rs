@@ -1,5 +1,6 @@
-//! Helpers for the client tests (Helm, skopeo, curl, oci-client): Helm in isolated home
-//! folders, byte comparisons, curl, a CNCF distribution registry to push to, generated layouts.
+//! Helpers for the client tests (Helm, skopeo, curl, oci-client): Helm and skopeo in isolated
+//! home folders, byte comparisons, curl, a CNCF distribution registry to push to, generated
+//! layouts.
 
 use super::*;
 
@@ -98,6 +99,85 @@ impl Helm {
             "-d",
             dir,
         ])
+    }
+}
+
+/// `cmd` run in a private mount namespace whose `/etc/hosts` is `hosts` (so that a name
+/// resolves to 127.0.0.1 for that command only), with the same arguments, environment and
+/// folder; `None` (the test is skipped) without unshare(1) and mount(8).
+pub fn with_hosts(cmd: &Command, hosts: &Path) -> Option<Command> {
+    let unshare = tool("unshare")?;
+    tool("mount")?;
+    let mut wrapped = Command::new(unshare);
+    wrapped
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            r#"mount --bind "$0" /etc/hosts && exec "$@""#,
+        ])
+        .arg(hosts)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (name, value) in cmd.get_envs() {
+        match value {
+            Some(value) => wrapped.env(name, value),
+            None => wrapped.env_remove(name),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    Some(wrapped)
+}
+
+/// skopeo with a private HOME, runtime and temp folders and an accept-anything policy file.
+pub struct Skopeo {
+    pub bin: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Skopeo {
+    /// `None` (the test is skipped) when skopeo is not installed.
+    pub fn new() -> Option<Skopeo> {
+        let bin = tool("skopeo")?;
+        let dir = tempfile::tempdir().expect("temp dir");
+        for sub in ["home", "run", "tmp"] {
+            std::fs::create_dir(dir.path().join(sub)).expect("mkdir");
+        }
+        std::fs::write(
+            dir.path().join("policy.json"),
+            r#"{"default":[{"type":"insecureAcceptAnything"}]}"#,
+        )
+        .expect("write policy");
+        Some(Skopeo { bin, dir })
+    }
+
+    /// `skopeo --policy POLICY ARGS` with the private folders.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let d = self.dir.path();
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("--policy")
+            .arg(d.join("policy.json"))
+            .args(args)
+            .env("HOME", d.join("home"))
+            .env("XDG_RUNTIME_DIR", d.join("run"))
+            .env("XDG_CONFIG_HOME", d.join("home/.config"))
+            .env("TMPDIR", d.join("tmp"))
+            .env_remove("REGISTRY_AUTH_FILE");
+        cmd
+    }
+
+    /// Runs skopeo and fails the test, naming the command, unless it succeeds.
+    pub fn ok(&self, args: &[&str]) -> std::process::Output {
+        let out = output_of(&mut self.command(args), "skopeo");
+        assert!(
+            out.status.success(),
+            "skopeo {} failed: {}",
+            args.join(" "),
+            describe(&out)
+        );
+        out
     }
 }
 

@@ -161,7 +161,7 @@ mod clients;
 mod servers;
 
 #[allow(unused_imports)]
-pub use certs::LoopbackCert;
+pub use certs::{LOOPBACK_NAME, LoopbackCert};
 #[allow(unused_imports)]
 pub use clients::*;
 #[allow(unused_imports)]
