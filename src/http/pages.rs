@@ -4,7 +4,9 @@
 //!
 //! Pages are HTML unless the request asks for JSON (`Accept: application/json` without
 //! `text/html`), so they carry `Vary: Accept`; the host the command text shows is the one the
-//! request used (escaped: it is never trusted into anything but text). A strict
+//! request used (escaped: it is never trusted into anything but text), and the commands take
+//! the flags the connection calls for (`--plain-http`, or over chartreg's own TLS the CA
+//! file; see `web::page`). A strict
 //! Content-Security-Policy allows nothing but the stylesheet from here: no scripts, frames,
 //! forms or anything fetched from elsewhere.
 
@@ -87,9 +89,12 @@ fn page(req: &HttpRequest, page: &Page) -> HttpResponse {
             .body(page.json.clone());
     }
     let info = req.connection_info();
+    // Whether this connection came through chartreg's own TLS listener (not a header).
+    let tls = req.app_config().secure();
     let origin = Origin {
         host: info.host(),
-        https: info.scheme() == "https",
+        https: tls || info.scheme() == "https",
+        tls,
     };
     response
         .insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"))

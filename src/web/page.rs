@@ -1,8 +1,17 @@
 //! The HTML pages, rendered once with maud (compile-time checked templates; every text
-//! HTML-escaped) into [`Pieces`]: the page's bytes cut where the host the browser used goes,
-//! so a request only joins them. Chart metadata is untrusted input: it is shown as text,
-//! never as markup, and control characters are dropped from it first (they could never be
-//! shown, and they would be confused with the cut marks).
+//! HTML-escaped) into [`Pieces`]: the page's bytes cut where what depends on the request goes
+//! (the host the browser used, its scheme, and whether chartreg itself served it over TLS), so
+//! a request only joins them. Chart metadata is untrusted input: it is shown as text, never
+//! as markup, and control characters are dropped from it first (they could never be shown,
+//! and they would be confused with the cut marks).
+//!
+//! The commands shown work as copied: over plain HTTP Helm's `oci://` commands take
+//! `--plain-http` and skopeo `--tls-verify=false`; over chartreg's own TLS, Helm takes
+//! `--ca-file ca.crt` and skopeo `--cert-dir .` (the folder holding `ca.crt`), and a line
+//! says where `ca.crt` comes from. Behind a proxy that terminates TLS (`X-Forwarded-Proto:
+//! https`), no flag is added: chartreg cannot know that proxy's CA.
+
+use std::sync::LazyLock;
 
 use bytes::{Bytes, BytesMut};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
@@ -15,15 +24,52 @@ const MARK: char = '\u{1}';
 const HOST: &str = "\u{1}host\u{1}";
 const SCHEME: &str = "\u{1}scheme\u{1}";
 const PLAIN_HTTP: &str = "\u{1}plain-http\u{1}";
+const CA_FILE: &str = "\u{1}ca-file\u{1}";
+const SKOPEO_TLS: &str = "\u{1}skopeo-tls\u{1}";
+const TLS_NOTE: &str = "\u{1}tls-note\u{1}";
 
-/// Where a page's host-dependent text goes.
+/// Where a page's request-dependent text goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Slot {
     Host,
     Scheme,
     /// ` --plain-http` when the page was asked for over plain HTTP.
     PlainHttp,
+    /// ` --ca-file ca.crt` when chartreg served the page over its own TLS.
+    CaFile,
+    /// skopeo's ` --cert-dir .` over chartreg's TLS, ` --tls-verify=false` over plain HTTP.
+    SkopeoTls,
+    /// Where `ca.crt` comes from, over chartreg's TLS.
+    TlsNote,
 }
+
+impl Slot {
+    fn named(name: &str) -> Option<Slot> {
+        Some(match name {
+            "host" => Slot::Host,
+            "scheme" => Slot::Scheme,
+            "plain-http" => Slot::PlainHttp,
+            "ca-file" => Slot::CaFile,
+            "skopeo-tls" => Slot::SkopeoTls,
+            "tls-note" => Slot::TlsNote,
+            _ => return None,
+        })
+    }
+}
+
+/// The line over TLS that says where `ca.crt` comes from (no request data in it: made once).
+static TLS_NOTE_HTML: LazyLock<String> = LazyLock::new(|| {
+    html! {
+        p.ca {
+            "Over HTTPS these commands trust " code { "ca.crt" } " in the current folder: the "
+            "certificate of the CA that signed this server's certificate (skopeo's "
+            code { "--cert-dir ." } " takes every " code { "*.crt" } " in the folder). Installed "
+            "with chartreg's Helm chart and cert-manager, it is in the TLS secret: "
+            code { "kubectl -n NAMESPACE get secret helm-repository-tls -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt" }
+        }
+    }
+    .into_string()
+});
 
 /// A rendered page: text, and slots for what each request says.
 #[derive(Debug, Clone, Default)]
@@ -33,7 +79,10 @@ pub struct Pieces(Vec<Result<Bytes, Slot>>);
 pub struct Origin<'a> {
     /// The `Host` the request used, as text (escaped here).
     pub host: &'a str,
+    /// The scheme the client used is `https` (chartreg's TLS, or a proxy's that says so).
     pub https: bool,
+    /// chartreg itself served the request over TLS.
+    pub tls: bool,
 }
 
 impl Pieces {
@@ -42,12 +91,8 @@ impl Pieces {
         for (i, part) in page.split(MARK).enumerate() {
             if i % 2 == 0 {
                 pieces.push(Ok(Bytes::from(part.to_owned())));
-            } else {
-                pieces.push(Err(match part {
-                    "host" => Slot::Host,
-                    "scheme" => Slot::Scheme,
-                    _ => Slot::PlainHttp,
-                }));
+            } else if let Some(slot) = Slot::named(part) {
+                pieces.push(Err(slot));
             }
         }
         Pieces(pieces)
@@ -65,7 +110,13 @@ impl Pieces {
                     out.extend_from_slice(if origin.https { b"https" } else { b"http" })
                 }
                 Err(Slot::PlainHttp) if !origin.https => out.extend_from_slice(b" --plain-http"),
-                Err(Slot::PlainHttp) => {}
+                Err(Slot::CaFile) if origin.tls => out.extend_from_slice(b" --ca-file ca.crt"),
+                Err(Slot::SkopeoTls) if origin.tls => out.extend_from_slice(b" --cert-dir ."),
+                Err(Slot::SkopeoTls) if !origin.https => {
+                    out.extend_from_slice(b" --tls-verify=false")
+                }
+                Err(Slot::TlsNote) if origin.tls => out.extend_from_slice(TLS_NOTE_HTML.as_bytes()),
+                Err(Slot::PlainHttp | Slot::CaFile | Slot::SkopeoTls | Slot::TlsNote) => {}
             }
         }
         out.freeze()
@@ -92,7 +143,8 @@ pre{background:#f0f3f6;padding:.5rem .8rem;border-radius:4px;overflow-x:auto;mar
 table{border-collapse:collapse;width:100%;font-size:.9rem}\
 td,th{text-align:left;padding:.25rem .6rem .25rem 0;border-bottom:1px solid #eef1f4;vertical-align:top}\
 code{font-family:ui-monospace,monospace;font-size:.85rem}.digest{color:#57606a}\
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.4rem 0}dt{color:#57606a}dd{margin:0}";
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.4rem 0}dt{color:#57606a}dd{margin:0}\
+p.ca{background:#fff8e5;border:1px solid #f0d890;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}";
 
 fn human(size: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -127,7 +179,7 @@ fn page(title: &str, summary: Markup, body: Markup) -> Pieces {
                     h1 { a href="/" { "chartreg" } }
                     p { (summary) }
                 }
-                main { (body) }
+                main { (PreEscaped(TLS_NOTE)) (body) }
             }
         }
     };
@@ -140,14 +192,14 @@ fn commands(repository: &RepositoryView, version: &VersionView) -> Markup {
     let tag = clean(&version.tag);
     let short_name = name.rsplit('/').next().unwrap_or(&name).to_owned();
     let host = PreEscaped(HOST);
-    let plain = PreEscaped(PLAIN_HTTP);
+    let flags = PreEscaped(format!("{PLAIN_HTTP}{CA_FILE}"));
     html! {
         @if version.kind == Kind::Chart {
             @let chart_version = version.chart.as_ref().map_or(tag.clone(), |c| clean(&c.version));
-            pre { code { "helm install " (short_name) " oci://" (host) "/" (name) " --version " (chart_version) (plain) } }
-            pre { code { "helm pull oci://" (host) "/" (name) " --version " (chart_version) (plain) } }
+            pre { code { "helm install " (short_name) " oci://" (host) "/" (name) " --version " (chart_version) (flags) } }
+            pre { code { "helm pull oci://" (host) "/" (name) " --version " (chart_version) (flags) } }
         } @else {
-            pre { code { "skopeo inspect docker://" (host) "/" (name) ":" (tag) } }
+            pre { code { "skopeo inspect" (PreEscaped(SKOPEO_TLS)) " docker://" (host) "/" (name) ":" (tag) } }
         }
     }
 }
@@ -183,7 +235,7 @@ pub fn overview(overview: &Overview, prefixes: &[String]) -> Pieces {
                 p { "For tools that do not speak OCI (" code { "helm repo add" } ", " code { "helm search repo" } "):" }
                 @for prefix in prefixes {
                     @let prefix = clean(prefix);
-                    pre { code { "helm repo add chartreg " (PreEscaped(SCHEME)) "://" (PreEscaped(HOST)) "/" (prefix) } }
+                    pre { code { "helm repo add chartreg " (PreEscaped(SCHEME)) "://" (PreEscaped(HOST)) "/" (prefix) (PreEscaped(CA_FILE)) } }
                 }
             }
         }
@@ -267,19 +319,36 @@ pub fn repository(repository: &RepositoryView) -> Pieces {
 mod tests {
     use super::*;
 
+    fn join(pieces: &Pieces, host: &str, https: bool, tls: bool) -> String {
+        let page = pieces.join(&Origin { host, https, tls });
+        String::from_utf8(page.to_vec()).unwrap()
+    }
+
     #[test]
-    fn slots_take_the_escaped_host_and_the_scheme() {
-        let pieces = Pieces::cut(format!("a{HOST}b{SCHEME}c{PLAIN_HTTP}d"));
-        let plain = pieces.join(&Origin {
-            host: "<x>:5000",
-            https: false,
-        });
-        assert_eq!(plain, "a&lt;x&gt;:5000bhttpc --plain-httpd");
-        let tls = pieces.join(&Origin {
-            host: "h\u{1}ost",
-            https: true,
-        });
-        assert_eq!(tls, "ahostbhttpscd");
+    fn slots_take_the_escaped_host_the_scheme_and_the_flags() {
+        let pieces = Pieces::cut(format!(
+            "a{HOST}b{SCHEME}c{PLAIN_HTTP}d{CA_FILE}e{SKOPEO_TLS}f{TLS_NOTE}g"
+        ));
+        assert_eq!(
+            join(&pieces, "<x>:5000", false, false),
+            "a&lt;x&gt;:5000bhttpc --plain-httpde --tls-verify=falsefg"
+        );
+        assert_eq!(
+            join(&pieces, "h\u{1}ost", true, true),
+            format!(
+                "ahostbhttpscd --ca-file ca.crte --cert-dir .f{}g",
+                *TLS_NOTE_HTML
+            )
+        );
+        // Behind a proxy that terminates TLS: no flag chartreg could not stand behind.
+        assert_eq!(join(&pieces, "h", true, false), "ahbhttpscdefg");
+    }
+
+    #[test]
+    fn the_tls_note_says_where_ca_crt_comes_from() {
+        assert!(TLS_NOTE_HTML.contains("kubectl -n NAMESPACE get secret helm-repository-tls"));
+        assert!(TLS_NOTE_HTML.contains(r"jsonpath='{.data.ca\.crt}' | base64 -d &gt; ca.crt"));
+        assert!(!TLS_NOTE_HTML.contains(MARK));
     }
 
     #[test]

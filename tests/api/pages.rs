@@ -1,7 +1,8 @@
 //! The pages for people and the classic Helm repository, in-process: content types, the
 //! Content-Security-Policy, `Vary: Accept` and JSON, the host spliced in escaped, the index
 //! as `helm repo index` writes it, packages as the chart layers' bytes, ETags and 304s, and
-//! hostile chart metadata shown as text.
+//! hostile chart metadata shown as text; the commands' flags over plain HTTP, chartreg's TLS
+//! and a TLS proxy.
 
 use super::*;
 
@@ -284,4 +285,107 @@ async fn the_classic_index_is_what_helm_repo_index_writes() {
     )
     .await;
     post.assert_error(StatusCode::NOT_FOUND, "UNSUPPORTED");
+}
+
+/// `call`, on a connection the app sees as chartreg's own TLS (as its HTTPS listener does).
+async fn call_tls(registry: Registry, uri: &str, headers: &[(&str, &str)]) -> Reply {
+    use actix_service::map_config;
+    use actix_web::dev::AppConfig;
+    let app = map_config(chartreg::http::app(web::Data::new(registry)), |_| {
+        AppConfig::__priv_test_new(true, "localhost:8443".into(), ([127, 0, 0, 1], 8443).into())
+    });
+    let app = test::init_service(app).await;
+    let mut req = TestRequest::get().uri(uri);
+    for (k, v) in headers {
+        req = req.insert_header((*k, *v));
+    }
+    let res: ServiceResponse<_> = test::call_service(&app, req.to_request()).await;
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = test::read_body(res).await;
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// A chart (`charts/one`, one version) and `images` one-tag image repositories.
+fn chart_and_images(images: usize) -> Registry {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = common::chart_folder(dir.path(), "one", "1.0.0");
+    let (out, _) = common::packed(&[folder.to_str().unwrap()]);
+    let mut files = common::files_in(out.path());
+    for i in 0..images {
+        let layout = common::generated_layout(
+            &format!("images/r{i}"),
+            "v1",
+            ("application/vnd.oci.image.config.v1+json", b"{}"),
+            &[(
+                "application/vnd.oci.image.layer.v1.tar",
+                format!("{i}").as_bytes(),
+            )],
+        );
+        files.extend(layout.files);
+    }
+    Registry::from_files(files).unwrap()
+}
+
+#[actix_web::test]
+async fn the_commands_take_the_flags_the_connection_calls_for() {
+    let host = [("Host", "regist.ry:5000")];
+    let plain = text(&call(chart_and_images(1), Method::GET, "/", &host).await);
+    for want in [
+        "helm repo add chartreg http://regist.ry:5000/charts</code>",
+        "helm pull oci://regist.ry:5000/charts/one --version 1.0.0 --plain-http</code>",
+        "helm install one oci://regist.ry:5000/charts/one --version 1.0.0 --plain-http</code>",
+        "skopeo inspect --tls-verify=false docker://regist.ry:5000/images/r0:v1</code>",
+    ] {
+        assert!(plain.contains(want), "over plain HTTP, {want}: {plain}");
+    }
+    assert!(!plain.contains("ca.crt"), "{plain}");
+
+    let r = call_tls(chart_and_images(1), "/", &host).await;
+    assert_eq!(r.header("content-security-policy"), Some(CSP));
+    let tls = text(&r);
+    for want in [
+        "helm repo add chartreg https://regist.ry:5000/charts --ca-file ca.crt</code>",
+        "helm pull oci://regist.ry:5000/charts/one --version 1.0.0 --ca-file ca.crt</code>",
+        "helm install one oci://regist.ry:5000/charts/one --version 1.0.0 --ca-file ca.crt</code>",
+        "skopeo inspect --cert-dir . docker://regist.ry:5000/images/r0:v1</code>",
+        // Where ca.crt comes from.
+        "kubectl -n NAMESPACE get secret helm-repository-tls -o jsonpath='{.data.ca\\.crt}' | base64 -d &gt; ca.crt",
+    ] {
+        assert!(tls.contains(want), "over TLS, {want}: {tls}");
+    }
+    assert!(
+        !tls.contains("--plain-http") && !tls.contains("--tls-verify"),
+        "{tls}"
+    );
+    let repository = text(&call_tls(chart_and_images(1), "/ui/charts/one", &host).await);
+    assert!(
+        repository.contains(
+            "helm pull oci://regist.ry:5000/charts/one --version 1.0.0 --ca-file ca.crt</code>"
+        ) && repository.contains("kubectl -n NAMESPACE get secret"),
+        "{repository}"
+    );
+
+    // Behind a proxy that terminates TLS, chartreg knows no CA file to name.
+    let proxied = text(
+        &call(
+            chart_and_images(1),
+            Method::GET,
+            "/",
+            &[("Host", "regist.ry"), ("X-Forwarded-Proto", "https")],
+        )
+        .await,
+    );
+    for want in [
+        "helm repo add chartreg https://regist.ry/charts</code>",
+        "helm pull oci://regist.ry/charts/one --version 1.0.0</code>",
+        "skopeo inspect docker://regist.ry/images/r0:v1</code>",
+    ] {
+        assert!(proxied.contains(want), "behind a proxy, {want}: {proxied}");
+    }
+    assert!(!proxied.contains("ca.crt"), "{proxied}");
 }

@@ -27,15 +27,18 @@ fn chromium(profile: &Path, args: &[&str], url: &str) -> Vec<u8> {
     out.stdout
 }
 
-fn dom(profile: &Path, url: &str) -> String {
-    String::from_utf8(chromium(profile, &["--dump-dom"], url)).expect("UTF-8 DOM")
+/// The DOM Chromium built from `url` (with extra `args`), serialised.
+pub(super) fn dom(profile: &Path, args: &[&str], url: &str) -> String {
+    let mut all = vec!["--dump-dom"];
+    all.extend_from_slice(args);
+    String::from_utf8(chromium(profile, &all, url)).expect("UTF-8 DOM")
 }
 
 #[test]
 fn chromium_shows_every_chart_and_version() {
     let server = Process::start();
     let profile = tempfile::tempdir().expect("temp dir");
-    let page = dom(profile.path(), &format!("{}/", server.url()));
+    let page = dom(profile.path(), &[], &format!("{}/", server.url()));
     let registry = common::assets_registry();
     for repository in registry.repositories() {
         assert!(page.contains(repository.name()), "{}", repository.name());
@@ -56,7 +59,11 @@ fn chromium_shows_every_chart_and_version() {
         "{page}"
     );
 
-    let repository = dom(profile.path(), &format!("{}/ui/charts/motd", server.url()));
+    let repository = dom(
+        profile.path(),
+        &[],
+        &format!("{}/ui/charts/motd", server.url()),
+    );
     assert!(repository.contains("A message of the day"), "{repository}");
 
     let shot = profile.path().join("page.png");
@@ -88,7 +95,11 @@ fn chromium_shows_hostile_metadata_as_text() {
     let (_out, registry) = common::packed(&[folder.to_str().expect("UTF-8")]);
     let server = InProcess::start(registry);
     let profile = tempfile::tempdir().expect("temp dir");
-    let page = dom(profile.path(), &format!("{}/ui/charts/evil", server.url()));
+    let page = dom(
+        profile.path(),
+        &[],
+        &format!("{}/ui/charts/evil", server.url()),
+    );
     assert!(
         !page.contains("<script") && !page.contains("<img"),
         "{page}"

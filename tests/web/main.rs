@@ -2,9 +2,11 @@
 //! committed sample content) over HTTP and HTTPS: headless Chromium loads the pages (DOM and a
 //! screenshot; a hostile chart's description stays text), Helm 3 and 4 use the classic
 //! repository (`repo add`, `search repo --versions`, install, `pull --verify`, `dependency
-//! update`), and the classic index and the OCI API are checked to describe the same charts.
+//! update`), and the classic index and the OCI API are checked to describe the same charts;
+//! `commands`: the Helm and skopeo commands the page shows, over HTTPS and HTTP, run as copied.
 
 mod browser;
+mod commands;
 #[path = "../common/mod.rs"]
 mod common;
 
