@@ -146,6 +146,11 @@ code{font-family:ui-monospace,monospace;font-size:.85rem}.digest{color:#57606a}\
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.4rem 0}dt{color:#57606a}dd{margin:0}\
 p.ca{background:#fff8e5;border:1px solid #f0d890;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}";
 
+/// `n` and the noun, singular or plural as `n` says: `1 version`, `2 versions`, `0 versions`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn human(size: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if size < 1024 {
@@ -225,8 +230,8 @@ fn kind(kind: Kind) -> Markup {
 pub fn overview(overview: &Overview, prefixes: &[String]) -> Pieces {
     let versions: usize = overview.repositories.iter().map(|r| r.versions.len()).sum();
     let summary = html! {
-        (overview.repositories.len()) " repositories, " (versions) " versions, served from "
-        (PreEscaped(HOST))
+        (count(overview.repositories.len(), "repository", "repositories")) ", "
+        (count(versions, "version", "versions")) ", served from " (PreEscaped(HOST))
     };
     let body = html! {
         @if !prefixes.is_empty() {
@@ -268,7 +273,10 @@ pub fn overview(overview: &Overview, prefixes: &[String]) -> Pieces {
 /// `/ui/<repository>`: each version's details.
 pub fn repository(repository: &RepositoryView) -> Pieces {
     let name = clean(&repository.name);
-    let summary = html! { (name) ", " (repository.versions.len()) " versions, served from " (PreEscaped(HOST)) };
+    let summary = html! {
+        (name) ", " (count(repository.versions.len(), "version", "versions")) ", served from "
+        (PreEscaped(HOST))
+    };
     let body = html! {
         @for v in &repository.versions {
             section {
@@ -318,6 +326,8 @@ pub fn repository(repository: &RepositoryView) -> Pieces {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::web::model::{RepositoryView, VersionView};
+    use rstest::rstest;
 
     fn join(pieces: &Pieces, host: &str, https: bool, tls: bool) -> String {
         let page = pieces.join(&Origin { host, https, tls });
@@ -349,6 +359,67 @@ mod tests {
         assert!(TLS_NOTE_HTML.contains("kubectl -n NAMESPACE get secret helm-repository-tls"));
         assert!(TLS_NOTE_HTML.contains(r"jsonpath='{.data.ca\.crt}' | base64 -d &gt; ca.crt"));
         assert!(!TLS_NOTE_HTML.contains(MARK));
+    }
+
+    #[rstest]
+    #[case(0, "version", "versions", "0 versions")]
+    #[case(1, "version", "versions", "1 version")]
+    #[case(2, "version", "versions", "2 versions")]
+    #[case(1, "repository", "repositories", "1 repository")]
+    #[case(11, "repository", "repositories", "11 repositories")]
+    fn counts_read_as_people_write_them(
+        #[case] n: usize,
+        #[case] one: &str,
+        #[case] many: &str,
+        #[case] want: &str,
+    ) {
+        assert_eq!(count(n, one, many), want);
+    }
+
+    fn overview_of(repositories: usize, versions: usize) -> Overview {
+        let version = |i: usize| VersionView {
+            tag: format!("1.0.{i}"),
+            digest: format!("sha256:{i:064}"),
+            size: 1,
+            kind: Kind::Image,
+            platforms: Vec::new(),
+            chart: None,
+            attached: Vec::new(),
+        };
+        Overview {
+            repositories: (0..repositories)
+                .map(|r| RepositoryView {
+                    name: format!("images/r{r}"),
+                    kind: Kind::Image,
+                    versions: (0..versions).map(version).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    #[rstest]
+    #[case(1, 1, "1 repository, 1 version, served from h")]
+    #[case(1, 2, "1 repository, 2 versions, served from h")]
+    #[case(3, 1, "3 repositories, 3 versions, served from h")]
+    fn the_summary_counts_in_the_right_number(
+        #[case] repositories: usize,
+        #[case] versions: usize,
+        #[case] want: &str,
+    ) {
+        let page = join(
+            &overview(&overview_of(repositories, versions), &[]),
+            "h",
+            true,
+            false,
+        );
+        assert!(page.contains(want), "{page}");
+        let first = overview_of(repositories, versions).repositories.remove(0);
+        let page = join(&repository(&first), "h", true, false);
+        let want = format!(
+            "images/r0, {}, served from h",
+            count(versions, "version", "versions")
+        );
+        assert!(page.contains(&want), "{page}");
     }
 
     #[test]

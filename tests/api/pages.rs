@@ -2,7 +2,7 @@
 //! Content-Security-Policy, `Vary: Accept` and JSON, the host spliced in escaped, the index
 //! as `helm repo index` writes it, packages as the chart layers' bytes, ETags and 304s, and
 //! hostile chart metadata shown as text; the commands' flags over plain HTTP, chartreg's TLS
-//! and a TLS proxy.
+//! and a TLS proxy; counts in the singular for one.
 
 use super::*;
 
@@ -388,4 +388,23 @@ async fn the_commands_take_the_flags_the_connection_calls_for() {
         assert!(proxied.contains(want), "behind a proxy, {want}: {proxied}");
     }
     assert!(!proxied.contains("ca.crt"), "{proxied}");
+}
+
+#[actix_web::test]
+async fn one_of_a_thing_is_counted_in_the_singular() {
+    let overview = text(&call(chart_and_images(0), Method::GET, "/", &[]).await);
+    assert!(
+        overview.contains("1 repository, 1 version, served from"),
+        "{overview}"
+    );
+    let page = text(&call(chart_and_images(0), Method::GET, "/ui/charts/one", &[]).await);
+    assert!(
+        page.contains("charts/one, 1 version, served from"),
+        "{page}"
+    );
+    let overview = text(&call(chart_and_images(1), Method::GET, "/", &[]).await);
+    assert!(
+        overview.contains("2 repositories, 2 versions, served from"),
+        "{overview}"
+    );
 }
