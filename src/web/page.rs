@@ -144,12 +144,20 @@ table{border-collapse:collapse;width:100%;font-size:.9rem}\
 td,th{text-align:left;padding:.25rem .6rem .25rem 0;border-bottom:1px solid #eef1f4;vertical-align:top}\
 code{font-family:ui-monospace,monospace;font-size:.85rem}.digest{color:#57606a}\
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.4rem 0}dt{color:#57606a}dd{margin:0}\
+nav ul{columns:18rem;margin:.3rem 0;padding-left:1.2rem}nav li{break-inside:avoid;margin:.1rem 0}nav a{color:#0f3d5e}\
+section:target{border-color:#0f3d5e;box-shadow:0 0 0 2px #0f3d5e33}\
 p.ca{background:#fff8e5;border:1px solid #f0d890;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}";
 
 /// `n` and the noun, singular or plural as `n` says: `1 version`, `2 versions`, `0 versions`.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
+
+/// From this many repositories on, `/` opens with an index of their names. A card is at
+/// least about 11rem tall (its name, two commands, a table of one version), so a
+/// 1080-pixel-high window shows about five: from six, some are out of sight when the page
+/// opens, and their names should not be.
+const INDEX_FROM: usize = 6;
 
 fn human(size: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -234,6 +242,23 @@ pub fn overview(overview: &Overview, prefixes: &[String]) -> Pieces {
         (count(versions, "version", "versions")) ", served from " (PreEscaped(HOST))
     };
     let body = html! {
+        @if overview.repositories.len() >= INDEX_FROM {
+            nav aria-label="repositories" {
+                section {
+                    h2 { "Repositories" }
+                    ul {
+                        @for repository in &overview.repositories {
+                            @let name = clean(&repository.name);
+                            li {
+                                a href={ "#" (name) } { (name) }
+                                (kind(repository.kind)) " "
+                                (count(repository.versions.len(), "version", "versions"))
+                            }
+                        }
+                    }
+                }
+            }
+        }
         @if !prefixes.is_empty() {
             section {
                 h2 { "Classic Helm repositories" }
@@ -245,7 +270,7 @@ pub fn overview(overview: &Overview, prefixes: &[String]) -> Pieces {
             }
         }
         @for repository in &overview.repositories {
-            section {
+            section id=(clean(&repository.name)) {
                 h2 {
                     a href={ "/ui/" (clean(&repository.name)) } { (clean(&repository.name)) }
                     (kind(repository.kind))
@@ -420,6 +445,37 @@ mod tests {
             count(versions, "version", "versions")
         );
         assert!(page.contains(&want), "{page}");
+    }
+
+    #[rstest]
+    #[case(INDEX_FROM - 1, false)]
+    #[case(INDEX_FROM, true)]
+    fn many_repositories_open_with_an_index_of_links_to_their_cards(
+        #[case] repositories: usize,
+        #[case] index: bool,
+    ) {
+        let page = join(
+            &overview(&overview_of(repositories, 1), &[]),
+            "h",
+            true,
+            false,
+        );
+        for r in 0..repositories {
+            assert!(
+                page.contains(&format!("<section id=\"images/r{r}\">")),
+                "{page}"
+            );
+            let link = format!("<a href=\"#images/r{r}\">images/r{r}</a>");
+            assert_eq!(page.contains(&link), index, "{page}");
+        }
+        assert_eq!(page.contains("<nav"), index, "{page}");
+        if index {
+            let nav = page.find("<nav").unwrap();
+            assert!(
+                nav < page.find("<section id=").unwrap(),
+                "the index comes first"
+            );
+        }
     }
 
     #[test]

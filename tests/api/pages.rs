@@ -1,8 +1,8 @@
 //! The pages for people and the classic Helm repository, in-process: content types, the
 //! Content-Security-Policy, `Vary: Accept` and JSON, the host spliced in escaped, the index
 //! as `helm repo index` writes it, packages as the chart layers' bytes, ETags and 304s, and
-//! hostile chart metadata shown as text; the commands' flags over plain HTTP, chartreg's TLS
-//! and a TLS proxy; counts in the singular for one.
+//! hostile chart metadata shown as text; the commands' flags over plain HTTP, chartreg's TLS and a
+//! TLS proxy; counts in the singular for one; an index of the repositories when there are many.
 
 use super::*;
 
@@ -407,4 +407,26 @@ async fn one_of_a_thing_is_counted_in_the_singular() {
         overview.contains("2 repositories, 2 versions, served from"),
         "{overview}"
     );
+}
+
+#[actix_web::test]
+async fn many_repositories_open_with_an_index_of_their_names() {
+    let r = call(chart_and_images(5), Method::GET, "/", &[]).await;
+    assert_eq!(r.header("content-security-policy"), Some(CSP));
+    let html = text(&r);
+    assert!(!html.contains("<script"), "{html}");
+    let index = html.find("<nav").expect("an index");
+    for name in ["charts/one", "images/r0", "images/r4"] {
+        let link = html
+            .find(&format!("<a href=\"#{name}\">{name}</a>"))
+            .unwrap_or_else(|| panic!("{name} in the index: {html}"));
+        let card = html
+            .find(&format!("<section id=\"{name}\">"))
+            .unwrap_or_else(|| panic!("{name}'s card: {html}"));
+        assert!(index < link && link < card, "{name}: index first");
+    }
+    assert!(html.contains("1 version</li>"), "{html}");
+    // A few repositories fit on the screen: no index.
+    let few = text(&call(chart_and_images(4), Method::GET, "/", &[]).await);
+    assert!(!few.contains("<nav"), "{few}");
 }

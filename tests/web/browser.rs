@@ -1,6 +1,6 @@
 //! Headless Chromium (Debian's `chromium`) loads the pages from a running chartreg: the DOM
-//! it built holds every chart and version, a screenshot is taken, and a chart whose metadata
-//! is hostile markup shows it as text.
+//! it built holds every chart and version, a screenshot is taken, a chart whose metadata is
+//! hostile markup shows it as text, and with many repositories an index links to each card.
 
 use std::path::Path;
 use std::process::Command;
@@ -112,4 +112,31 @@ fn chromium_shows_hostile_metadata_as_text() {
         page.contains("<title>charts/evil - chartreg</title>"),
         "the script did not run: {page}"
     );
+}
+
+#[test]
+fn chromium_shows_an_index_that_links_to_every_card() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let names: Vec<String> = (0..6).map(|i| format!("chart{i}")).collect();
+    let folders: Vec<String> = names
+        .iter()
+        .map(|name| {
+            let folder = common::chart_folder(dir.path(), name, "1.0.0");
+            folder.to_str().expect("UTF-8").to_owned()
+        })
+        .collect();
+    let (_out, registry) = common::packed(&folders.iter().map(String::as_str).collect::<Vec<_>>());
+    let server = InProcess::start(registry);
+    let profile = tempfile::tempdir().expect("temp dir");
+    let page = dom(profile.path(), &[], &format!("{}/", server.url()));
+    let nav = page.find("<nav").expect("an index");
+    for name in &names {
+        let link = page
+            .find(&format!("<a href=\"#charts/{name}\">charts/{name}</a>"))
+            .unwrap_or_else(|| panic!("charts/{name} in the index: {page}"));
+        let card = page
+            .find(&format!("<section id=\"charts/{name}\">"))
+            .unwrap_or_else(|| panic!("the card charts/{name} links to: {page}"));
+        assert!(nav < link && link < card, "charts/{name}");
+    }
 }
