@@ -2,7 +2,8 @@
 //! default and other values; `helm template` renders objects that read into the Kubernetes API's
 //! types (k8s-openapi) with no field left over (`serde_ignored`: a misspelt field fails), and
 //! cert-manager and Prometheus Operator objects into small structs that deny unknown fields;
-//! what each object says is checked; bad values fail at template time (values.schema.json).
+//! what each object says is checked; bad values fail at template time (values.schema.json, or
+//! the chart's own `fail` with a message saying what to set).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -536,5 +537,46 @@ fn one_replica_never_blocks_a_drain_and_bad_values_fail() {
                 text(&out)
             );
         }
+    }
+}
+
+/// The message the chart fails with when cert-manager is asked for without TLS.
+const CERT_MANAGER_NEEDS_TLS: &str = "tls.certManager.enabled=true needs tls.enabled=true";
+
+/// `tls.certManager.enabled=true` alone would serve plain HTTP and make no certificate: the
+/// install fails, saying what to set (Helm 4 installs with `--dry-run=client` without a
+/// cluster; Helm 3 does not, and its `template` renders as its install does). `helm lint` runs
+/// templates in a mode where `fail` is reported, not fatal: it shows the message.
+#[test]
+fn cert_manager_without_tls_fails_saying_what_to_set() {
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = helm(name) else { continue };
+        let chart = chart();
+        let chart = chart.to_str().unwrap();
+        let set = ["--set", "tls.certManager.enabled=true"];
+        let mut commands = vec![vec!["template", "demo", chart]];
+        if name == "helm4" {
+            commands.push(vec!["install", "demo", chart, "--dry-run=client"]);
+        }
+        for mut args in commands {
+            args.extend(set);
+            let out = run(&helm, &args);
+            let said = text(&out);
+            assert!(!out.status.success(), "{name} {args:?} should fail: {said}");
+            assert!(
+                said.contains(CERT_MANAGER_NEEDS_TLS) && said.contains("set tls.enabled=true"),
+                "{name} {args:?} should say what to set: {said}"
+            );
+        }
+        let mut args = vec!["lint", "--strict", chart];
+        args.extend(set);
+        let said = text(&run(&helm, &args));
+        assert!(
+            said.contains(CERT_MANAGER_NEEDS_TLS),
+            "{name} {args:?} should show the message: {said}"
+        );
+        // With TLS it renders the certificates (checked in full elsewhere).
+        let objects = render(&helm, &["tls.certManager.enabled=true", "tls.enabled=true"]);
+        assert_eq!(cert_manager(&objects).len(), 4, "{name}");
     }
 }

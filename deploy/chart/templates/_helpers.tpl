@@ -35,3 +35,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "chartreg.scheme" -}}
 {{- if .Values.tls.enabled }}HTTPS{{ else }}HTTP{{ end -}}
 {{- end -}}
+
+{{/* Values that cannot work as given fail the install, saying what to set. */}}
+{{- define "chartreg.validate" -}}
+{{- if and .Values.tls.certManager.enabled (not .Values.tls.enabled) -}}
+{{- fail "tls.certManager.enabled=true needs tls.enabled=true: cert-manager would make the secret tls.secretName, but chartreg serves HTTPS from it only with TLS on; set tls.enabled=true as well (or tls.certManager.enabled=false for plain HTTP)" -}}
+{{- end -}}
+{{- end -}}
