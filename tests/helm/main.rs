@@ -4,7 +4,7 @@
 //! fails without it; unknown charts fail; and what `helm push` stores in the CNCF
 //! distribution registry has the same descriptors as what chartreg serves; chart folders packed
 //! by `chartreg-build` are what Helm makes of the folders; versions are found as people write
-//! them.
+//! them; the commands the chartreg chart's NOTES print work as printed.
 //!
 //! Every test runs once per Helm version (the case name says which), each with its own
 //! chartreg process and Helm home folders.
@@ -13,6 +13,7 @@ mod addons;
 #[path = "../common/mod.rs"]
 mod common;
 mod folders;
+mod notes;
 mod pull;
 mod push;
 mod verify;

@@ -3,7 +3,8 @@
 //! types (k8s-openapi) with no field left over (`serde_ignored`: a misspelt field fails), and
 //! cert-manager and Prometheus Operator objects into small structs that deny unknown fields;
 //! what each object says is checked; bad values fail at template time (values.schema.json, or
-//! the chart's own `fail` with a message saying what to set).
+//! the chart's own `fail` with a message saying what to set); the NOTES Helm prints after an
+//! install are checked line by line, with and without TLS.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,6 +14,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Container, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use rstest::rstest;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -538,6 +540,177 @@ fn one_replica_never_blocks_a_drain_and_bad_values_fail() {
             );
         }
     }
+}
+
+/// The chart's version, as Chart.yaml says it (the NOTES name it).
+fn chart_version() -> String {
+    let path = chart().join("Chart.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let chart: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    chart["version"].as_str().unwrap().to_owned()
+}
+
+/// Copies the folder `from` to `to`, recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The NOTES `helm install demo CHART --namespace registry --set SETS` prints.
+///
+/// Helm 4 prints them for `helm install --dry-run=client` without a cluster. Helm 3.17 asks a
+/// cluster even then (helm/helm#13144), so NOTES.txt is rendered as every template of the
+/// chart is: by `helm template`, on a copy of the chart with one more template that includes
+/// NOTES.txt. With Helm 4 both are taken and must agree, which shows that the second way gives
+/// what an install prints.
+fn notes(name: &str, helm: &Path, sets: &[&str]) -> String {
+    let copy = tempfile::tempdir().unwrap();
+    let dir = copy.path().join("chartreg");
+    copy_tree(&chart(), &dir);
+    std::fs::write(
+        dir.join("templates/notes-under-test.yaml"),
+        "notes: {{ include \"chartreg/templates/NOTES.txt\" . | toJson }}\n",
+    )
+    .unwrap();
+    let mut args = vec![
+        "template",
+        "demo",
+        dir.to_str().unwrap(),
+        "--namespace",
+        "registry",
+        "--show-only",
+        "templates/notes-under-test.yaml",
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let out = run(helm, &args);
+    assert!(
+        out.status.success(),
+        "{name} template {sets:?}: {}",
+        text(&out)
+    );
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    let rendered = doc["notes"].as_str().unwrap().to_owned();
+
+    if name == "helm4" {
+        let chart = chart();
+        let mut args = vec![
+            "install",
+            "demo",
+            chart.to_str().unwrap(),
+            "--namespace",
+            "registry",
+            "--dry-run=client",
+        ];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let out = run(helm, &args);
+        assert!(
+            out.status.success(),
+            "{name} install --dry-run=client {sets:?}: {}",
+            text(&out)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let (_, printed) = stdout
+            .split_once("\nNOTES:\n")
+            .unwrap_or_else(|| panic!("{name} install printed no NOTES:\n{stdout}"));
+        assert_eq!(
+            printed.trim_end(),
+            rendered.trim_end(),
+            "{name} {sets:?}: the NOTES install prints"
+        );
+    }
+    rendered
+}
+
+const PLAIN_NOTES: &str = "\
+chartreg serves the charts and images built into it at URL
+(the Service's name, which resolves inside the cluster).
+
+What it holds:
+  curl URL/v2/_catalog
+
+Pull a chart with Helm 3 or 4: this chart, which chartreg serves itself, or any charts/NAME
+in that list:
+  helm pull oci://HOST/charts/chartreg --version VERSION --plain-http
+";
+
+const CERT_MANAGER_NOTES: &str = "\
+chartreg serves the charts and images built into it at URL
+(the Service's name, which resolves inside the cluster).
+
+Clients trust the CA cert-manager made for it, ca.crt in the secret SECRET; save it:
+  kubectl -n registry get secret SECRET -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.crt
+
+What it holds:
+  curl --cacert ca.crt URL/v2/_catalog
+
+Pull a chart with Helm 3 or 4: this chart, which chartreg serves itself, or any charts/NAME
+in that list:
+  helm pull oci://HOST/charts/chartreg --version VERSION --ca-file ca.crt
+";
+
+const OWN_CA_NOTES: &str = "\
+chartreg serves the charts and images built into it at URL
+(the Service's name, which resolves inside the cluster).
+
+Clients trust the CA that signed the certificate in the secret SECRET; save that CA as ca.crt.
+
+What it holds:
+  curl --cacert ca.crt URL/v2/_catalog
+
+Pull a chart with Helm 3 or 4: this chart, which chartreg serves itself, or any charts/NAME
+in that list:
+  helm pull oci://HOST/charts/chartreg --version VERSION --ca-file ca.crt
+";
+
+/// The NOTES name the address clients use, with the Service's port where it is not the
+/// scheme's own, and commands that work there as they are: `--plain-http` without TLS,
+/// `--ca-file ca.crt` with it, and where ca.crt comes from.
+#[rstest]
+#[case::plain_http_on_80(&["service.port=80"], PLAIN_NOTES, "helm-repository.registry.svc", "http", "")]
+#[case::plain_http_on_8080(&["service.port=8080"], PLAIN_NOTES, "helm-repository.registry.svc:8080", "http", "")]
+#[case::plain_http_on_443(&[], PLAIN_NOTES, "helm-repository.registry.svc:443", "http", "")]
+#[case::cert_manager_on_443(
+    &["tls.enabled=true", "tls.certManager.enabled=true"],
+    CERT_MANAGER_NOTES,
+    "helm-repository.registry.svc",
+    "https",
+    "helm-repository-tls"
+)]
+#[case::own_secret_on_8443(
+    &["tls.enabled=true", "tls.secretName=registry-cert", "service.port=8443", "service.name=charts"],
+    OWN_CA_NOTES,
+    "charts.registry.svc:8443",
+    "https",
+    "registry-cert"
+)]
+#[case::https_on_80(&["tls.enabled=true", "service.port=80"], OWN_CA_NOTES, "helm-repository.registry.svc:80", "https", "helm-repository-tls")]
+fn notes_show_the_address_and_commands_that_work_there(
+    #[values("helm3", "helm4")] name: &str,
+    #[case] sets: &[&str],
+    #[case] template: &str,
+    #[case] host: &str,
+    #[case] scheme: &str,
+    #[case] secret: &str,
+) {
+    let Some(helm) = helm(name) else { return };
+    let want = template
+        .replace("URL", &format!("{scheme}://{host}"))
+        .replace("HOST", host)
+        .replace("SECRET", secret)
+        .replace("VERSION", &chart_version());
+    assert_eq!(notes(name, &helm, sets), want, "{name} {sets:?}");
 }
 
 /// The message the chart fails with when cert-manager is asked for without TLS.

@@ -31,9 +31,22 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
+{{/* What the server's port carries: `https` with TLS, else `http`. */}}
+{{- define "chartreg.protocol" -}}
+{{- if .Values.tls.enabled }}https{{ else }}http{{ end -}}
+{{- end -}}
+
 {{/* The probes' scheme. */}}
 {{- define "chartreg.scheme" -}}
 {{- if .Values.tls.enabled }}HTTPS{{ else }}HTTP{{ end -}}
+{{- end -}}
+
+{{/* Where clients reach the Service: NAME.NAMESPACE.svc, with its port unless that is the
+scheme's own. */}}
+{{- define "chartreg.address" -}}
+{{- $port := int .Values.service.port -}}
+{{- printf "%s.%s.svc" .Values.service.name .Release.Namespace -}}
+{{- if ne $port (ternary 443 80 .Values.tls.enabled) }}:{{ $port }}{{ end -}}
 {{- end -}}
 
 {{/* Values that cannot work as given fail the install, saying what to set. */}}
