@@ -341,7 +341,7 @@ fn default_values_render_what_cluster_api_needs() {
         let port = &c.ports.as_ref().unwrap()[0];
         assert_eq!(
             (port.name.as_deref(), port.container_port),
-            (Some("serve"), 5000)
+            (Some("http"), 5000)
         );
         let readiness = c.readiness_probe.as_ref().unwrap();
         let get = readiness.http_get.as_ref().unwrap();
@@ -368,8 +368,8 @@ fn default_values_render_what_cluster_api_needs() {
         let service: Service = one(&objects, "Service");
         assert_eq!(service.metadata.name.as_deref(), Some("helm-repository"));
         let sport = &service.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
-        assert_eq!(sport.port, 443);
-        assert_eq!(sport.target_port, Some(IntOrString::String("serve".into())));
+        assert_eq!(sport.port, 80, "plain HTTP on its own port");
+        assert_eq!(sport.target_port, Some(IntOrString::Int(5000)));
 
         let pdb: PodDisruptionBudget = one(&objects, "PodDisruptionBudget");
         assert_eq!(
@@ -678,9 +678,9 @@ in that list:
 /// scheme's own, and commands that work there as they are: `--plain-http` without TLS,
 /// `--ca-file ca.crt` with it, and where ca.crt comes from.
 #[rstest]
-#[case::plain_http_on_80(&["service.port=80"], PLAIN_NOTES, "helm-repository.registry.svc", "http", "")]
+#[case::plain_http_on_80(&[], PLAIN_NOTES, "helm-repository.registry.svc", "http", "")]
 #[case::plain_http_on_8080(&["service.port=8080"], PLAIN_NOTES, "helm-repository.registry.svc:8080", "http", "")]
-#[case::plain_http_on_443(&[], PLAIN_NOTES, "helm-repository.registry.svc:443", "http", "")]
+#[case::plain_http_on_443(&["service.port=443"], PLAIN_NOTES, "helm-repository.registry.svc:443", "http", "")]
 #[case::cert_manager_on_443(
     &["tls.enabled=true", "tls.certManager.enabled=true"],
     CERT_MANAGER_NOTES,
@@ -752,4 +752,161 @@ fn cert_manager_without_tls_fails_saying_what_to_set() {
         let objects = render(&helm, &["tls.certManager.enabled=true", "tls.enabled=true"]);
         assert_eq!(cert_manager(&objects).len(), 4, "{name}");
     }
+}
+
+/// Ports are named (and the Service's `appProtocol` set) for what they carry, the Service
+/// listens on the scheme's own port unless `service.port` says otherwise, and the probes and
+/// the ServiceMonitor reach the ports by those names.
+#[rstest]
+#[case::plain(&[], 80, "http")]
+#[case::plain_on_8080(&["service.port=8080"], 8080, "http")]
+#[case::tls(&["tls.enabled=true"], 443, "https")]
+#[case::tls_on_8443(&["tls.enabled=true", "service.port=8443"], 8443, "https")]
+fn ports_are_named_for_what_they_carry(
+    #[values("helm3", "helm4")] name: &str,
+    #[case] sets: &[&str],
+    #[case] port: i32,
+    #[case] protocol: &str,
+) {
+    let Some(helm) = helm(name) else { return };
+    let mut all = vec!["serviceMonitor.enabled=true"];
+    all.extend_from_slice(sets);
+    let objects = render(&helm, &all);
+    let context = format!("{name} {sets:?}");
+
+    let service: Service = one(&objects, "Service");
+    let ports = service.spec.unwrap().ports.unwrap();
+    assert_eq!(ports.len(), 1, "{context}");
+    assert_eq!(ports[0].port, port, "{context}");
+    assert_eq!(ports[0].name.as_deref(), Some(protocol), "{context}");
+    assert_eq!(
+        ports[0].app_protocol.as_deref(),
+        Some(protocol),
+        "{context}"
+    );
+    assert_eq!(
+        ports[0].target_port,
+        Some(IntOrString::Int(5000)),
+        "{context}: by number, so that old and new pods stay endpoints through an upgrade"
+    );
+
+    let deployment: Deployment = one(&objects, "Deployment");
+    let c = manager(&deployment);
+    let container_ports = c.ports.as_ref().unwrap();
+    assert_eq!(container_ports.len(), 1, "{context}");
+    assert_eq!(
+        (
+            container_ports[0].name.as_deref(),
+            container_ports[0].container_port
+        ),
+        (Some(protocol), 5000),
+        "{context}"
+    );
+    for probe in [&c.readiness_probe, &c.liveness_probe] {
+        let get = probe.as_ref().unwrap().http_get.as_ref().unwrap();
+        assert_eq!(get.port, IntOrString::String(protocol.into()), "{context}");
+        assert_eq!(
+            get.scheme.as_deref(),
+            Some(protocol.to_uppercase().as_str()),
+            "{context}"
+        );
+    }
+
+    let monitors: Vec<ServiceMonitor> = objects
+        .iter()
+        .filter(|o| o["kind"].as_str() == Some("ServiceMonitor"))
+        .map(|o| serde_yaml_ng::from_value(o.clone()).unwrap())
+        .collect();
+    assert_eq!(monitors.len(), 1, "{context}");
+    let endpoint = &monitors[0].spec.endpoints[0];
+    assert_eq!(
+        (endpoint.port.as_str(), endpoint.scheme.as_str()),
+        (protocol, protocol),
+        "{context}"
+    );
+}
+
+/// The server is started with the shutdown delay and timeout of the values, and the pod's
+/// grace period covers both and 5 s more, so that the kubelet never kills a pod still draining.
+#[rstest]
+#[case::defaults(&[], "5s", "30s", 40)]
+#[case::longer(&["shutdown.delaySeconds=10", "shutdown.timeoutSeconds=120"], "10s", "120s", 135)]
+#[case::none(&["shutdown.delaySeconds=0", "shutdown.timeoutSeconds=0"], "0s", "0s", 5)]
+fn the_grace_period_covers_the_shutdown_delay_and_timeout(
+    #[values("helm3", "helm4")] name: &str,
+    #[case] sets: &[&str],
+    #[case] delay: &str,
+    #[case] timeout: &str,
+    #[case] grace: i64,
+) {
+    let Some(helm) = helm(name) else { return };
+    let objects = render(&helm, sets);
+    let context = format!("{name} {sets:?}");
+    let deployment: Deployment = one(&objects, "Deployment");
+    let args = manager(&deployment).args.unwrap();
+    for pair in [["--shutdown-delay", delay], ["--shutdown-timeout", timeout]] {
+        assert!(
+            args.windows(2).any(|w| w == pair),
+            "{context}: {pair:?} in {args:?}"
+        );
+        assert_eq!(
+            args.iter().filter(|a| a.starts_with(pair[0])).count(),
+            1,
+            "{context}: {} once in {args:?}",
+            pair[0]
+        );
+    }
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    assert_eq!(
+        pod.termination_grace_period_seconds,
+        Some(grace),
+        "{context}"
+    );
+}
+
+/// A shutdown flag or variable of the server's given through extraArgs or extraEnv would make
+/// the pod fail to start (a flag given twice) or be ignored (the flag wins over the variable),
+/// and the grace period would not follow it: the chart fails, naming the values to set.
+#[rstest]
+#[case::timeout_flag(&["--set", "extraArgs={--shutdown-timeout,60s}"], "extraArgs")]
+#[case::delay_flag_with_equals(&["--set", "extraArgs={--log-format,json,--shutdown-delay=7s}"], "extraArgs")]
+#[case::timeout_variable(&["--set-json", r#"extraEnv=[{"name":"CHARTREG_SHUTDOWN_TIMEOUT","value":"60s"}]"#], "extraEnv")]
+#[case::delay_variable(&["--set-json", r#"extraEnv=[{"name":"CHARTREG_SHUTDOWN_DELAY","value":"7s"}]"#], "extraEnv")]
+fn shutdown_settings_elsewhere_than_shutdown_fail(
+    #[values("helm3", "helm4")] name: &str,
+    #[case] sets: &[&str],
+    #[case] where_: &str,
+) {
+    let Some(helm) = helm(name) else { return };
+    let chart = chart();
+    let mut args = vec!["template", "demo", chart.to_str().unwrap()];
+    args.extend_from_slice(sets);
+    let out = run(&helm, &args);
+    let said = text(&out);
+    assert!(!out.status.success(), "{name} {sets:?} should fail: {said}");
+    assert!(
+        said.contains(where_)
+            && said.contains("shutdown.delaySeconds")
+            && said.contains("shutdown.timeoutSeconds"),
+        "{name} {sets:?} should name {where_} and the values to set: {said}"
+    );
+}
+
+/// Bad shutdown values fail at template time (values.schema.json).
+#[rstest]
+#[case::negative_delay("shutdown.delaySeconds=-1")]
+#[case::timeout_with_a_unit("shutdown.timeoutSeconds=30s")]
+#[case::unknown_key("shutdown.delay=5")]
+fn bad_shutdown_values_fail(#[values("helm3", "helm4")] name: &str, #[case] bad: &str) {
+    let Some(helm) = helm(name) else { return };
+    let chart = chart();
+    let out = run(
+        &helm,
+        &["template", "demo", chart.to_str().unwrap(), "--set", bad],
+    );
+    assert!(
+        !out.status.success(),
+        "{name}: --set {bad} should fail: {}",
+        text(&out)
+    );
 }
