@@ -188,6 +188,10 @@ pub struct LsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Print only the content digest, `sha256:<hex>`: the sha256 of the lines `sha256sum -z`
+    /// prints for every embedded file, sorted by path.
+    #[arg(long, conflicts_with = "json")]
+    pub content_digest: bool,
 }
 
 /// Parses `args`, runs the command over `content`, and says how it went.
@@ -235,6 +239,8 @@ enum CommandError {
     Listing(std::io::Error),
     #[error("{0} problem(s) found")]
     Verify(usize),
+    #[error(transparent)]
+    Digest(#[from] inspect::DigestError),
     #[error("{0}")]
     Mapping(String),
     #[error(transparent)]
@@ -253,6 +259,14 @@ fn serve(args: &ServeArgs, content: impl FnOnce() -> Content) -> Result<(), Comm
 }
 
 fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
+    if args.content_digest {
+        let digest = inspect::content_digest(&content().files)?;
+        let mut out = std::io::stdout().lock();
+        return match writeln!(out, "{}", digest.as_str()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other.map_err(CommandError::Listing),
+        };
+    }
     let (registry, _) = load(content)?;
     let rows = inspect::rows(&registry);
     let mut out = std::io::stdout().lock();

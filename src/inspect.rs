@@ -9,13 +9,15 @@
 //! `verify`: re-hashes every embedded file, loads the content in full with nothing trusted (no
 //! hash from the build, no facts), and compares what start-up builds from the build-time
 //! facts with that. Every problem is named; any problem is a non-zero exit.
+//!
+//! `ls --content-digest`: one digest naming every embedded file ([`content_digest`]).
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
 use chartreg_core::content::{Content, ContentFile, Kind, Registry, Repository};
-use chartreg_core::oci::Digest;
+use chartreg_core::oci::{self, Digest};
 
 /// One row of `chartreg ls`.
 #[derive(Debug, Serialize)]
@@ -172,4 +174,88 @@ pub fn verify(content: &Content) -> Vec<String> {
         Err(_) => {}
     }
     problems
+}
+
+/// Why the content digest cannot be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum DigestError {
+    #[error("{0}: its bytes are not held in the binary and the build recorded no sha256 for it")]
+    NotHeld(String),
+}
+
+/// The content digest: the sha256 of one line per embedded file, `<sha256 hex>  <path>` ended
+/// by a NUL byte, in byte order of the paths; the lines `sha256sum -z` prints for the files of
+/// the folder the build embedded (its top-level entries starting with `.` are not content), so
+/// that the same files give the same digest however they were built, and any changed, added
+/// or removed file another. Each file's sha256 is the one the build recorded (`verify` checks
+/// those against the bytes), so that nothing is hashed again.
+pub fn content_digest(files: &[ContentFile]) -> Result<Digest, DigestError> {
+    let mut lines = Vec::with_capacity(files.len());
+    for file in files {
+        let sha256 = match (file.sha256, file.held()) {
+            (Some(sha256), _) => sha256,
+            (None, Some(data)) => oci::sha256(data),
+            (None, None) => return Err(DigestError::NotHeld(file.path.to_string())),
+        };
+        lines.push((file.path.as_ref(), sha256));
+    }
+    lines.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut text = Vec::with_capacity(lines.iter().map(|(p, _)| p.len() + 67).sum());
+    for (path, sha256) in lines {
+        text.extend_from_slice(hex::encode(sha256).as_bytes());
+        text.extend_from_slice(b"  ");
+        text.extend_from_slice(path.as_bytes());
+        text.push(0);
+    }
+    Ok(Digest::sha256_of(&text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn file(path: &'static str, data: &'static [u8]) -> ContentFile {
+        ContentFile::new(path, data)
+    }
+
+    /// `a/b` = "one", `c` = "two": what `sha256sum -z` prints for such a folder, hashed
+    /// (`find . -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 sha256sum -z | sha256sum`).
+    const A_B_C: &str = "sha256:5d44e875302d0c86b4f5cbdcdfd771ce6687c05fa911a90624a89637a552fd99";
+
+    #[rstest]
+    #[case::sha256sum_of_the_folder(vec![file("a/b", b"one"), file("c", b"two")], A_B_C)]
+    #[case::in_any_order(vec![file("c", b"two"), file("a/b", b"one")], A_B_C)]
+    #[case::recorded_sha256_used(
+        vec![
+            file("a/b", b"not read").with_sha256(oci::sha256(b"one")),
+            file("c", b"two"),
+        ],
+        A_B_C
+    )]
+    #[case::nothing(vec![], "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")]
+    fn content_digest_is_sha256sum_of_the_files(
+        #[case] files: Vec<ContentFile>,
+        #[case] expected: &str,
+    ) {
+        assert_eq!(content_digest(&files).unwrap().as_str(), expected);
+    }
+
+    #[rstest]
+    #[case::bytes_changed(vec![file("a/b", b"one!"), file("c", b"two")])]
+    #[case::renamed(vec![file("a/bb", b"one"), file("c", b"two")])]
+    #[case::file_added(vec![file("a/b", b"one"), file("c", b"two"), file("d", b"")])]
+    #[case::file_removed(vec![file("a/b", b"one")])]
+    #[case::bytes_moved_between_files(vec![file("a/b", b"two"), file("c", b"one")])]
+    fn any_change_changes_the_content_digest(#[case] files: Vec<ContentFile>) {
+        assert_ne!(content_digest(&files).unwrap().as_str(), A_B_C);
+    }
+
+    #[test]
+    fn a_file_neither_held_nor_hashed_is_named() {
+        let mut on_disk = ContentFile::on_disk("big/blob", "/nowhere".into(), 3, [0; 32]);
+        on_disk.sha256 = None;
+        let err = content_digest(&[file("c", b"two"), on_disk]).unwrap_err();
+        assert!(err.to_string().starts_with("big/blob: "), "{err}");
+    }
 }

@@ -123,6 +123,25 @@ fn ls_lists_every_artifact_with_its_kind_digest_and_size() {
 }
 
 #[test]
+fn the_content_digest_names_the_embedded_files() {
+    // The binary was built from assets/ (`make test` packs it first): its digest is the one
+    // computed here from the folder's files.
+    let digest = common::content_digest_of(&common::chartreg_bin());
+    assert_eq!(
+        digest,
+        common::folder_content_digest(&common::root().join("assets")),
+        "rebuild the binary if assets/ changed since"
+    );
+    let out = chartreg(&["ls", "--content-digest", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--json"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn verify_checks_the_sample_content() {
     let out = chartreg(&["verify"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -151,6 +151,52 @@ pub fn tool(name: &str) -> Option<PathBuf> {
     found
 }
 
+/// The content digest of the folder a binary embeds, computed here from its files as the README
+/// defines it (what `chartreg ls --content-digest` prints): the sha256 of the lines
+/// `sha256sum -z` prints (`<hex>  <path>` and a NUL) for every file, in byte order of the paths,
+/// symbolic links followed, the folder's top-level entries starting with `.` left out.
+pub fn folder_content_digest(dir: &Path) -> String {
+    fn walk(dir: &Path, prefix: &str, lines: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let entry = entry.expect("dir entry");
+            let name = entry.file_name().into_string().expect("UTF-8 name");
+            if prefix.is_empty() && name.starts_with('.') {
+                continue;
+            }
+            let path = format!("{prefix}{name}");
+            // `metadata` follows symbolic links, as the build does.
+            if entry.path().metadata().expect("metadata").is_dir() {
+                walk(&entry.path(), &format!("{path}/"), lines);
+            } else {
+                let data = std::fs::read(entry.path()).expect("readable file");
+                let hash = sha256(&data);
+                lines.push((path, hash.trim_start_matches("sha256:").to_owned()));
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    walk(dir, "", &mut lines);
+    lines.sort();
+    let text: Vec<u8> = lines
+        .iter()
+        .flat_map(|(path, hex)| format!("{hex}  {path}\0").into_bytes())
+        .collect();
+    sha256(&text)
+}
+
+/// What `bin ls --content-digest` prints, without its newline.
+pub fn content_digest_of(bin: &Path) -> String {
+    let out = Command::new(bin)
+        .args(["ls", "--content-digest"])
+        .output()
+        .expect("chartreg runs");
+    assert!(out.status.success(), "{}", describe(&out));
+    String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .trim_end()
+        .to_owned()
+}
+
 /// sha256 of bytes, as `sha256:<hex>`.
 pub fn sha256(data: &[u8]) -> String {
     chartreg_core::oci::Digest::sha256_of(data).to_string()

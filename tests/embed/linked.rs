@@ -69,6 +69,9 @@ fn large_files_are_linked_in_and_served_exactly() {
         assert_eq!(fs::metadata(&object).unwrap().modified().unwrap(), written);
         bin
     };
+    // Linked objects, shared blobs and small files embedded once all count, by path.
+    let content_digest = common::content_digest_of(&bin);
+    assert_eq!(content_digest, common::folder_content_digest(&dir));
     let linked = section_size(&bin, ".lrodata").expect("a .lrodata section");
     assert!(
         linked >= big.len() as u64 && linked < 2 * big.len() as u64,
@@ -105,6 +108,11 @@ fn large_files_are_linked_in_and_served_exactly() {
     // A threshold above every file: nothing is linked, and the same content is served.
     let bin = build_with_env(&dir, &[("CHARTREG_LINK_THRESHOLD", "1000000000")]);
     assert_eq!(section_size(&bin, ".lrodata"), None);
+    assert_eq!(
+        common::content_digest_of(&bin),
+        content_digest,
+        "the same content embedded otherwise, the same digest"
+    );
     let server = common::Process::start_with(&bin, &[]);
     assert_checked_at_build(&server);
     let url = format!("{}/v2/demo/big/blobs/{digest}", server.url());

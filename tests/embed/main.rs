@@ -120,6 +120,8 @@ fn other_content_is_embedded_at_build_time() {
 
     let bin = build_with(dir);
     assert_eq!(listed(&bin), ["demo/one:v1"]);
+    let first = common::content_digest_of(&bin);
+    assert_eq!(first, common::folder_content_digest(dir));
 
     // Served from the binary, byte for byte, from what the build found the content to be.
     let server = common::Process::start_with(&bin, &[]);
@@ -144,11 +146,19 @@ fn other_content_is_embedded_at_build_time() {
     write(dir, &layout("demo/two", b"second payload"));
     let bin = build_with(dir);
     assert_eq!(listed(&bin), ["demo/one:v1", "demo/two:v1"]);
+    let second = common::content_digest_of(&bin);
+    assert_ne!(second, first, "other content, another content digest");
+    assert_eq!(second, common::folder_content_digest(dir));
 
     // A folder removed: the next build drops it.
     fs::remove_dir_all(dir.join("demo/two")).unwrap();
     let bin = build_with(dir);
     assert_eq!(listed(&bin), ["demo/one:v1"]);
+    assert_eq!(
+        common::content_digest_of(&bin),
+        first,
+        "the same content, the same digest"
+    );
 
     // A blob whose bytes no longer match its name: the binary refuses to start.
     let tampered = dir.join(blob_path);
