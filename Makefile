@@ -1,9 +1,13 @@
 # chartreg: `make run` serves the embedded sample charts, `make test` runs every test.
 CARGO ?= cargo
 LISTEN ?= 0.0.0.0:5000
+# The folder cargo builds into: target/ unless CARGO_TARGET_DIR (relative to this folder, or
+# absolute) or cargo's configuration says otherwise, as cargo reports it (scripts/target-dir.sh);
+# asked once, when a recipe first needs it.
+TARGET_DIR = $(eval TARGET_DIR := $(shell CARGO=$(CARGO) scripts/target-dir.sh))$(or $(TARGET_DIR),$(error scripts/target-dir.sh found no target folder))
 # The server (goes into the image) and the build tool (runs on the build machine), side by side.
-BIN := target/release/chartreg
-BUILD_TOOL := target/release/chartreg-build
+BIN = $(TARGET_DIR)/release/chartreg
+BUILD_TOOL = $(TARGET_DIR)/release/chartreg-build
 
 .PHONY: all assets assets-check build-tool build fetch image run test tools lint clean stress
 
@@ -19,13 +23,13 @@ build-tool:
 # Pack what $(CONTENT) lists into assets/ (rewrites only what changed; a bad input leaves assets/
 # as it was).
 assets: build-tool
-	$(BUILD_TOOL) pack --config $(CONTENT) --out assets
+	'$(BUILD_TOOL)' pack --config $(CONTENT) --out assets
 
 # Fail, naming them, when the committed parts of assets/ (chart repositories, pack's record) are
 # not what packing gives, writing nothing; then rebuild the image layouts, which are not committed.
 assets-check: build-tool
-	$(BUILD_TOOL) pack --config $(CONTENT) --out assets --check
-	$(BUILD_TOOL) pack --config $(CONTENT) --out assets
+	'$(BUILD_TOOL)' pack --config $(CONTENT) --out assets --check
+	'$(BUILD_TOOL)' pack --config $(CONTENT) --out assets
 
 # Take what mindthegap-style lists name from upstream into charts/ and images/, pinned by the lock
 # beside CHARTS_FILE (see the README, "Fetching from upstream"). The only target that needs the
@@ -35,7 +39,7 @@ IMAGES_FILE ?=
 FETCH_FLAGS ?=
 fetch:
 	$(CARGO) build --quiet --release -p chartreg-build
-	$(BUILD_TOOL) fetch $(if $(CHARTS_FILE),--helm-charts-file $(CHARTS_FILE)) \
+	'$(BUILD_TOOL)' fetch $(if $(CHARTS_FILE),--helm-charts-file $(CHARTS_FILE)) \
 		$(if $(IMAGES_FILE),--images-file $(IMAGES_FILE)) $(FETCH_FLAGS)
 
 # Pack, then build the server with assets/ embedded.
@@ -45,12 +49,13 @@ build: assets
 # The container image (the static binary on $(IMAGE_BASE)), as an OCI image layout in
 # target/image/oci: see scripts/build-image.sh.
 IMAGE_BASE ?= scratch
+BUILD_IMAGE = CARGO_TARGET_DIR='$(TARGET_DIR)' IMAGE_BASE=$(IMAGE_BASE) CARGO=$(CARGO) scripts/build-image.sh
 image: assets
-	IMAGE_BASE=$(IMAGE_BASE) CARGO=$(CARGO) scripts/build-image.sh
+	$(BUILD_IMAGE)
 
 # Serve the embedded charts on $(LISTEN).
 run: build
-	$(BIN) serve --listen $(LISTEN)
+	'$(BIN)' serve --listen $(LISTEN)
 
 # Helm 3.17 and 4.3 (into .tools/), skopeo, docker-registry and gnupg (Debian), when missing.
 tools:
@@ -65,7 +70,7 @@ lint:
 # Every test, against the release binary. Never rewrites committed files (see assets-check).
 # Both binaries are built once, by this one cargo run; tests find the other binary beside theirs.
 test: tools lint assets-check
-	IMAGE_BASE=$(IMAGE_BASE) CARGO=$(CARGO) scripts/build-image.sh
+	$(BUILD_IMAGE)
 	$(CARGO) test --release --workspace
 
 clean:

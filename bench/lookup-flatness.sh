@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
 cargo build --release --quiet --example lookup_cost
+# Wherever cargo builds (CARGO_TARGET_DIR, cargo's configuration, else target/).
+lookup_cost="$(scripts/target-dir.sh)/release/examples/lookup_cost"
 requests=2000
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -16,7 +18,7 @@ printf '%-8s %-13s %15s %15s\n' tags repositories instructions per-request
 for case in "10 0" "1000 0" "10000 0" "10 10000"; do
     read -r tags repos <<<"$case"
     valgrind --tool=callgrind --callgrind-out-file="$out/cg" --toggle-collect='*serve_requests*' \
-        target/release/examples/lookup_cost --tags "$tags" --repositories "$repos" \
+        "$lookup_cost" --tags "$tags" --repositories "$repos" \
         --requests "$requests" >/dev/null 2>"$out/log"
     total=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out/log")
     per=$((total / requests))

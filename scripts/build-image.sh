@@ -7,8 +7,9 @@
 #
 # 1. The statically linked release binary, for the host's architecture
 #    (RUSTFLAGS=-Ctarget-feature=+crt-static with --target, so that the flag does not reach
-#    proc-macro crates and build scripts, which stay shared with the ordinary build), copied
-#    to target/image/bin/<arch>/chartreg.
+#    proc-macro crates and build scripts, which stay shared with the ordinary build), found in
+#    the folder cargo builds into (scripts/target-dir.sh: CARGO_TARGET_DIR or cargo's
+#    configuration, else target/) and copied to target/image/bin/<arch>/chartreg.
 # 2. The image from the Containerfile with buildah, podman or docker, whichever is installed
 #    (in that order; CONTAINER_ENGINE=... chooses), with private storage under target/image
 #    (buildah: --storage-driver vfs --isolation chroot, which work without a daemon or cgroups).
@@ -16,8 +17,13 @@
 # Settings (environment): IMAGE_BASE (the Containerfile's BASE: scratch by default, since no
 # registry is reachable here; gcr.io/distroless/static-debian12:nonroot elsewhere),
 # SOURCE_DATE_EPOCH (the `created` label and layer times; default: the last commit's time),
-# CONTAINER_ENGINE, CARGO.
+# CONTAINER_ENGINE, CARGO, CARGO_TARGET_DIR.
 set -euo pipefail
+# Relative folders are the caller's, as cargo takes them.
+absolute() { if [[ "$1" == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$PWD" "$1"; fi; }
+for name in CARGO_TARGET_DIR CARGO_BUILD_TARGET_DIR; do
+    if [[ -n "${!name:-}" ]]; then export "$name=$(absolute "${!name}")"; fi
+done
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CARGO=${CARGO:-cargo}
@@ -37,11 +43,12 @@ SOURCE=$(git config --get remote.origin.url 2>/dev/null || echo unknown)
 EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 CREATED=$(date -u -d "@$EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 
-TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+TARGET_DIR=$(CARGO="$CARGO" scripts/target-dir.sh)
 log "static release build for $TRIPLE ($TARGET_DIR/$TRIPLE)"
 RUSTFLAGS="${RUSTFLAGS:-} -Ctarget-feature=+crt-static" \
     "$CARGO" build --quiet --release --locked -p chartreg --target "$TRIPLE"
 BIN=$TARGET_DIR/$TRIPLE/release/chartreg
+[[ -x "$BIN" ]] || die "$BIN is missing after the build"
 if readelf -l "$BIN" | grep -q 'Requesting program interpreter'; then
     die "$BIN is dynamically linked"
 fi
