@@ -47,7 +47,9 @@ build: assets
 	$(CARGO) build --release -p chartreg
 
 # The container image (the static binary on $(IMAGE_BASE)), as an OCI image layout in
-# target/image/oci: see scripts/build-image.sh.
+# target/image/oci, tagged VERSION-CONTENT (the version and the content digest's first 12 hex
+# digits) unless IMAGE_TAG=... says otherwise; the tag is written to target/image/tag. See
+# scripts/build-image.sh (IMAGE_SOURCE, IMAGE_OUT, CONTAINER_ENGINE).
 IMAGE_BASE ?= scratch
 BUILD_IMAGE = CARGO_TARGET_DIR='$(TARGET_DIR)' IMAGE_BASE=$(IMAGE_BASE) CARGO=$(CARGO) scripts/build-image.sh
 image: assets

@@ -1,34 +1,47 @@
 #!/usr/bin/env bash
-# `make image`: the container image of chartreg, written as an OCI image layout under
-# target/image/oci (at the repository root, whatever CARGO_TARGET_DIR says), tagged with the
-# version, so that skopeo can copy it to any registry without an engine:
+# `make image`: the container image of chartreg, written as an OCI image layout,
+# target/image/oci (at the repository root, wherever cargo builds), so that skopeo can copy it
+# to any registry without an engine. Its tag names the version and the content:
+# VERSION-CONTENT, the crate's version and the first 12 hex digits of the content digest the
+# binary prints (`chartreg ls --content-digest`, over every embedded file), e.g.
+# 0.1.0-3f2a9c1d4e5b, so that each change of content is a new tag and the same content the same
+# tag; IMAGE_TAG=... overrides it. The tag is written to target/image/tag (IMAGE_OUT=DIR writes
+# DIR/oci and DIR/tag instead):
 #
-#   skopeo copy oci:target/image/oci:0.1.0 docker://REGISTRY/chartreg:0.1.0
+#   TAG=$(cat target/image/tag)
+#   skopeo copy oci:target/image/oci:$TAG docker://REGISTRY/chartreg:$TAG
 #
 # 1. The statically linked release binary, for the host's architecture
 #    (RUSTFLAGS=-Ctarget-feature=+crt-static with --target, so that the flag does not reach
 #    proc-macro crates and build scripts, which stay shared with the ordinary build), found in
 #    the folder cargo builds into (scripts/target-dir.sh: CARGO_TARGET_DIR or cargo's
 #    configuration, else target/) and copied to target/image/bin/<arch>/chartreg.
-# 2. The image from the Containerfile with buildah, podman or docker, whichever is installed
+# 2. The tag and the labels: `org.opencontainers.image.version` (the tag),
+#    `io.chartreg.content.digest` (the whole content digest), `created`; `revision` (HEAD's
+#    commit) only when the work tree is clean (`git status --porcelain` prints nothing: the
+#    commit then holds everything built); `source` only when a URL is known (IMAGE_SOURCE, or
+#    `git remote get-url origin` when it is an https URL), any user and password in it left
+#    out; never a local path.
+# 3. The image from the Containerfile with buildah, podman or docker, whichever is installed
 #    (in that order; CONTAINER_ENGINE=... chooses), with private storage under target/image
 #    (buildah: --storage-driver vfs --isolation chroot, which work without a daemon or cgroups).
+#    The build context is target/image/bin alone.
 #
-# Settings (environment): IMAGE_BASE (the Containerfile's BASE: scratch by default, since no
-# registry is reachable here; gcr.io/distroless/static-debian12:nonroot elsewhere),
-# SOURCE_DATE_EPOCH (the `created` label and layer times; default: the last commit's time),
-# CONTAINER_ENGINE, CARGO, CARGO_TARGET_DIR.
+# Settings (environment): IMAGE_TAG, IMAGE_SOURCE, IMAGE_OUT, IMAGE_BASE (the Containerfile's
+# BASE: scratch by default, since no registry is reachable here;
+# gcr.io/distroless/static-debian12:nonroot elsewhere), SOURCE_DATE_EPOCH (the `created` label
+# and layer times; default: the last commit's time), CONTAINER_ENGINE, CARGO, CARGO_TARGET_DIR.
 set -euo pipefail
 # Relative folders are the caller's, as cargo takes them.
 absolute() { if [[ "$1" == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$PWD" "$1"; fi; }
-for name in CARGO_TARGET_DIR CARGO_BUILD_TARGET_DIR; do
+for name in CARGO_TARGET_DIR CARGO_BUILD_TARGET_DIR IMAGE_OUT; do
     if [[ -n "${!name:-}" ]]; then export "$name=$(absolute "${!name}")"; fi
 done
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CARGO=${CARGO:-cargo}
 BASE=${IMAGE_BASE:-scratch}
-OUT=$ROOT/target/image
+OUT=${IMAGE_OUT:-$ROOT/target/image}
 log() { printf '[image] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
@@ -37,9 +50,23 @@ case "$(uname -m)" in
     aarch64) TRIPLE=aarch64-unknown-linux-gnu ARCH=arm64 ;;
     *) die "no static build set up for $(uname -m)" ;;
 esac
+# An OCI tag: letters, digits, `_`, `.`, `-`, at most 128, not starting with `.` or `-`.
+TAG_PATTERN='^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$'
+if [[ -n "${IMAGE_TAG:-}" && ! "$IMAGE_TAG" =~ $TAG_PATTERN ]]; then
+    die "IMAGE_TAG=$IMAGE_TAG is not an image tag (letters, digits, _ . -; at most 128 characters; not starting with . or -)"
+fi
+# A URL without its user and password (a token in a remote's URL stays out of the image).
+without_credentials() { sed -E 's#^(https?://)[^/@]*@#\1#' <<<"$1"; }
+if [[ -n "${IMAGE_SOURCE:-}" ]]; then
+    [[ "$IMAGE_SOURCE" =~ ^https?://[^[:space:]]+$ ]] ||
+        die "IMAGE_SOURCE=$IMAGE_SOURCE is not an http(s) URL (the source label is never a local path)"
+    SOURCE=$(without_credentials "$IMAGE_SOURCE")
+else
+    ORIGIN=$(git remote get-url origin 2>/dev/null || true)
+    SOURCE=
+    if [[ "$ORIGIN" =~ ^https://[^[:space:]]+$ ]]; then SOURCE=$(without_credentials "$ORIGIN"); fi
+fi
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-REVISION=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-SOURCE=$(git config --get remote.origin.url 2>/dev/null || echo unknown)
 EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 CREATED=$(date -u -d "@$EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 
@@ -52,6 +79,16 @@ BIN=$TARGET_DIR/$TRIPLE/release/chartreg
 if readelf -l "$BIN" | grep -q 'Requesting program interpreter'; then
     die "$BIN is dynamically linked"
 fi
+CONTENT=$("$BIN" ls --content-digest) || die "$BIN ls --content-digest failed"
+[[ "$CONTENT" =~ ^sha256:[0-9a-f]{64}$ ]] || die "$BIN ls --content-digest printed '$CONTENT'"
+TAG=${IMAGE_TAG:-$VERSION-${CONTENT:7:12}}
+# Read after the build, so that the label names a commit holding everything the binary holds.
+REVISION=
+if STATUS=$(git --no-optional-locks status --porcelain 2>/dev/null) && [[ -z "$STATUS" ]]; then
+    REVISION=$(git rev-parse HEAD)
+else
+    log "no revision label: the work tree is not a clean git checkout"
+fi
 mkdir -p "$OUT/bin/$ARCH"
 cp "$BIN" "$OUT/bin/$ARCH/chartreg"
 
@@ -62,28 +99,33 @@ if [[ -z "$ENGINE" ]]; then
     done
 fi
 [[ -n "$ENGINE" ]] || die "no container engine: install buildah (scripts/install-tools.sh does), podman or docker"
-ARGS=(--build-arg "BASE=$BASE" --build-arg "TARGETARCH=$ARCH" --build-arg "VERSION=$VERSION"
-      --build-arg "REVISION=$REVISION" --build-arg "CREATED=$CREATED" --build-arg "SOURCE=$SOURCE"
-      -f Containerfile -t "chartreg:$VERSION")
-rm -rf "$OUT/oci"
+LABELS=(--label "org.opencontainers.image.version=$TAG"
+        --label "io.chartreg.content.digest=$CONTENT"
+        --label "org.opencontainers.image.created=$CREATED")
+[[ -z "$REVISION" ]] || LABELS+=(--label "org.opencontainers.image.revision=$REVISION")
+[[ -z "$SOURCE" ]] || LABELS+=(--label "org.opencontainers.image.source=$SOURCE")
+ARGS=(--build-arg "BASE=$BASE" --build-arg "TARGETARCH=$ARCH" "${LABELS[@]}"
+      -f "$ROOT/Containerfile" -t "chartreg:$TAG")
+rm -rf "$OUT/oci" "$OUT/tag"
 case "$ENGINE" in
     buildah)
         STORE=(--root "$OUT/storage" --runroot "$OUT/run" --storage-driver vfs)
         log "buildah build (base $BASE)"
-        buildah "${STORE[@]}" build --quiet --isolation chroot --timestamp "$EPOCH" "${ARGS[@]}" . >/dev/null
-        buildah "${STORE[@]}" push --quiet "chartreg:$VERSION" "oci:$OUT/oci:$VERSION"
+        buildah "${STORE[@]}" build --quiet --isolation chroot --timestamp "$EPOCH" "${ARGS[@]}" "$OUT/bin" >/dev/null
+        buildah "${STORE[@]}" push --quiet "chartreg:$TAG" "oci:$OUT/oci:$TAG"
         ;;
     podman)
         log "podman build (base $BASE)"
-        podman build --quiet --timestamp "$EPOCH" "${ARGS[@]}" . >/dev/null
-        podman push --quiet "chartreg:$VERSION" "oci:$OUT/oci:$VERSION"
+        podman build --quiet --timestamp "$EPOCH" "${ARGS[@]}" "$OUT/bin" >/dev/null
+        podman push --quiet "chartreg:$TAG" "oci:$OUT/oci:$TAG"
         ;;
     docker)
         log "docker build (base $BASE)"
-        SOURCE_DATE_EPOCH=$EPOCH docker build --quiet "${ARGS[@]}" . >/dev/null
+        SOURCE_DATE_EPOCH=$EPOCH docker build --quiet "${ARGS[@]}" "$OUT/bin" >/dev/null
         command -v skopeo >/dev/null || die "skopeo is needed to write docker's image as an OCI layout"
-        skopeo copy --quiet "docker-daemon:chartreg:$VERSION" "oci:$OUT/oci:$VERSION"
+        skopeo copy --quiet "docker-daemon:chartreg:$TAG" "oci:$OUT/oci:$TAG"
         ;;
     *) die "CONTAINER_ENGINE must be buildah, podman or docker, not $ENGINE" ;;
 esac
-log "wrote $OUT/oci (chartreg:$VERSION, $ENGINE, base $BASE): skopeo copy oci:target/image/oci:$VERSION docker://REGISTRY/chartreg:$VERSION"
+printf '%s\n' "$TAG" >"$OUT/tag"
+log "wrote $OUT/oci (chartreg:$TAG, content $CONTENT, $ENGINE, base $BASE) and its tag in $OUT/tag: skopeo copy oci:$OUT/oci:$TAG docker://REGISTRY/chartreg:$TAG"

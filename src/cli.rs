@@ -189,7 +189,7 @@ pub struct LsArgs {
     #[arg(long)]
     pub json: bool,
     /// Print only the content digest, `sha256:<hex>`: the sha256 of the lines `sha256sum -z`
-    /// prints for every embedded file, sorted by path.
+    /// prints for every embedded file, sorted by path (`make image` tags the image with it).
     #[arg(long, conflicts_with = "json")]
     pub content_digest: bool,
 }

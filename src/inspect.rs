@@ -10,7 +10,8 @@
 //! hash from the build, no facts), and compares what start-up builds from the build-time
 //! facts with that. Every problem is named; any problem is a non-zero exit.
 //!
-//! `ls --content-digest`: one digest naming every embedded file ([`content_digest`]).
+//! `ls --content-digest`: one digest naming every embedded file ([`content_digest`]), which
+//! `make image` puts in the image's tag.
 
 use std::io::{self, Write};
 

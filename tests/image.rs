@@ -1,8 +1,10 @@
 //! The container image `make image` built (`make test` builds it before the tests), read from
 //! its OCI image layout `target/image/oci` without an engine: its config (user, entrypoint,
-//! port, labels); the layer the Containerfile adds holds only `/chartreg`, a static binary;
-//! and its root file system, run as uid 65532 on a read-only root (`unshare` and `chroot`, as
-//! containers run it), serves charts that Helm 3 and 4 pull.
+//! port, labels); its tag (`target/image/tag`), which names the version and the content digest
+//! of the binary inside; the layer the Containerfile adds holds only `/chartreg`, a static
+//! binary; and its root file system, run as uid 65532 on a read-only root (`unshare` and
+//! `chroot`, as containers run it), serves charts that Helm 3 and 4 pull. `tests/make.rs`
+//! builds more images, with other tags and labels.
 
 mod common;
 
@@ -38,14 +40,21 @@ fn json(path: &Path) -> Value {
     serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
 }
 
+/// The tag `make image` wrote beside the layout.
+fn tag(layout: &Path) -> String {
+    let file = layout.with_file_name("tag");
+    let tag = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    tag.trim_end().to_owned()
+}
+
 /// The image's manifest and config.
 fn manifest_and_config(layout: &Path) -> (Value, Value) {
     let index = json(&layout.join("index.json"));
     let entry = &index["manifests"][0];
     assert_eq!(
         entry["annotations"]["org.opencontainers.image.ref.name"],
-        env!("CARGO_PKG_VERSION"),
-        "tagged with the version"
+        tag(layout),
+        "tagged with the tag written beside it"
     );
     let manifest = json(&blob(layout, entry["digest"].as_str().unwrap()));
     let config = json(&blob(
@@ -94,16 +103,26 @@ fn the_image_config_and_its_layer() {
     assert_eq!(c["Cmd"], serde_json::json!(["serve"]));
     assert!(c["ExposedPorts"]["5000/tcp"].is_object(), "{c}");
     let labels = &c["Labels"];
-    assert_eq!(
-        labels["org.opencontainers.image.version"],
-        env!("CARGO_PKG_VERSION")
-    );
+    assert_eq!(labels["org.opencontainers.image.version"], tag(&layout));
     assert_eq!(labels["org.opencontainers.image.licenses"], "Apache-2.0");
-    for label in ["source", "revision", "created", "title"] {
+    for label in ["created", "title"] {
         let value = labels[format!("org.opencontainers.image.{label}")]
             .as_str()
             .unwrap_or("");
         assert!(!value.is_empty(), "label {label}: {labels}");
+    }
+    // Only when known: a commit (from a clean work tree), a URL (never a local path).
+    if let Some(revision) = labels["org.opencontainers.image.revision"].as_str() {
+        assert!(
+            revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{labels}"
+        );
+    }
+    if let Some(source) = labels["org.opencontainers.image.source"].as_str() {
+        assert!(
+            source.starts_with("http://") || source.starts_with("https://"),
+            "{labels}"
+        );
     }
     assert!(
         labels["org.opencontainers.image.created"]
@@ -161,6 +180,27 @@ fn the_binary_is_static() {
         !text.contains("(NEEDED)"),
         "a shared library is needed: {text}"
     );
+}
+
+#[test]
+fn the_tag_names_the_content_of_the_binary_inside() {
+    let Some(layout) = layout() else { return };
+    let (_, config) = manifest_and_config(&layout);
+    let root = tempfile::tempdir().unwrap();
+    unpack(&layout, root.path());
+    let digest = common::content_digest_of(&root.path().join("chartreg"));
+    assert_eq!(
+        config["config"]["Labels"]["io.chartreg.content.digest"],
+        digest.as_str()
+    );
+    let tag = tag(&layout);
+    match std::env::var("IMAGE_TAG") {
+        Ok(chosen) => assert_eq!(tag, chosen),
+        Err(_) => {
+            let hex = digest.strip_prefix("sha256:").unwrap();
+            assert_eq!(tag, format!("{}-{}", env!("CARGO_PKG_VERSION"), &hex[..12]));
+        }
+    }
 }
 
 /// The image's root run as a container runs it: a new mount namespace, the root bind-mounted

@@ -1,12 +1,24 @@
-//! The Makefile as a build machine runs it: the binaries are found wherever cargo builds
-//! (`CARGO_TARGET_DIR` absolute, relative, or cargo's configuration). `make -n` shows, for each
-//! folder setting, the paths the recipes run (a table; instant).
+//! The Makefile and `scripts/build-image.sh` as a build machine runs them: the binaries are
+//! found wherever cargo builds (`CARGO_TARGET_DIR` absolute, relative, or cargo's
+//! configuration), and the image is tagged and labelled for the content it holds.
+//!
+//! - `make -n` shows, for each folder setting, the paths the recipes run (a table; instant).
+//! - One real `make image` with `CARGO_TARGET_DIR` outside the repository, then more runs on
+//!   that warm folder for the tag and labels: the same content gives the same tag, other content
+//!   (`CHARTREG_ASSETS`) another, `IMAGE_TAG` overrides, a bad `IMAGE_TAG` or `IMAGE_SOURCE` is
+//!   refused leaving the previous image, `revision` only from a clean work tree and `source`
+//!   only as an http(s) URL without credentials. The first run compiles the build tool and the
+//!   static server into the new folder (here 7 minutes of CPU time, 17 minutes of wall time on
+//!   a shared 2-core machine); the other runs take seconds each, except the rebuild with other
+//!   content.
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use rstest::rstest;
+use serde_json::Value;
 
 /// `make ARGS` in the repository, with only `env` of the variables this file is about set (the
 /// caller's and an enclosing make's removed).
@@ -79,4 +91,302 @@ fn the_recipes_run_the_binaries_where_cargo_builds_them(
         );
     }
     assert!(!text.contains(" target/release"), "{setting:?}:\n{text}");
+}
+
+/// The labels of the image tagged `tag` in the layout `layout`, as skopeo reads them.
+fn labels(skopeo: &Path, layout: &Path, tag: &str) -> serde_json::Map<String, Value> {
+    let mut cmd = Command::new(skopeo);
+    cmd.arg("inspect")
+        .arg(format!("oci:{}:{tag}", layout.display()));
+    let out = common::output_of(&mut cmd, "skopeo inspect");
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let info: Value = serde_json::from_slice(&out.stdout).expect("skopeo prints JSON");
+    info["Labels"].as_object().cloned().unwrap_or_default()
+}
+
+/// What one `make image` wrote: the tag it printed to `OUT/tag`, and the labels of that tag.
+struct Image {
+    tag: String,
+    labels: serde_json::Map<String, Value>,
+}
+
+impl Image {
+    fn label(&self, name: &str) -> Option<&str> {
+        self.labels.get(name).and_then(Value::as_str)
+    }
+}
+
+/// `make image` into `out` with `env`; the image it wrote, checked against its tag file and the
+/// layout's own tag.
+fn image(skopeo: &Path, out: &Path, env: &[(&str, &str)]) -> Image {
+    let run = make_image(out, env);
+    assert!(run.status.success(), "{}", common::describe(&run));
+    read_image(skopeo, out)
+}
+
+fn make_image(out: &Path, env: &[(&str, &str)]) -> Output {
+    let out = out.to_str().expect("UTF-8 temp path");
+    let mut all = vec![("IMAGE_OUT", out)];
+    all.extend_from_slice(env);
+    make(&["image"], &all)
+}
+
+fn read_image(skopeo: &Path, out: &Path) -> Image {
+    let tag = std::fs::read_to_string(out.join("tag")).expect("make image wrote its tag");
+    let tag = tag.trim_end().to_owned();
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(out.join("oci/index.json")).unwrap()).unwrap();
+    let names: Vec<&Value> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["annotations"]["org.opencontainers.image.ref.name"])
+        .collect();
+    assert_eq!(
+        names,
+        [&Value::from(tag.clone())],
+        "the layout holds the tag"
+    );
+    let labels = labels(skopeo, &out.join("oci"), &tag);
+    Image { tag, labels }
+}
+
+/// The tag `make image` gives content whose digest is `digest`.
+fn tag_for(digest: &str) -> String {
+    let hex = digest.strip_prefix("sha256:").expect("a sha256 digest");
+    format!("{}-{}", env!("CARGO_PKG_VERSION"), &hex[..12])
+}
+
+/// `git ARGS` on the repository `git_dir` whose work tree is the checkout.
+fn git(git_dir: &Path, args: &[&str]) -> String {
+    let mut cmd = Command::new("git");
+    cmd.args([
+        "-c",
+        "user.name=chartreg tests",
+        "-c",
+        "user.email=tests@chartreg.invalid",
+    ])
+    .args(args)
+    .env("GIT_DIR", git_dir)
+    .env("GIT_WORK_TREE", common::root())
+    .current_dir(common::root());
+    let out = common::output_of(&mut cmd, "git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        common::describe(&out)
+    );
+    stdout(&out).trim().to_owned()
+}
+
+#[test]
+fn make_image_outside_the_tree_tags_and_labels_the_content() {
+    let mut tools = Vec::new();
+    for name in ["make", "git", "skopeo", "buildah"] {
+        let Some(path) = common::tool(name) else {
+            return;
+        };
+        tools.push(path);
+    }
+    let skopeo = tools[2].clone();
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(
+        !tmp.path().starts_with(common::root()),
+        "a folder outside the tree"
+    );
+    let target = tmp.path().join("cargo-target");
+    let target_env = target.to_str().unwrap();
+    let assets_digest = common::folder_content_digest(&common::root().join("assets"));
+
+    // 1. The real run: the build tool and the static server built into, and run from, the folder
+    //    outside the tree; the image tagged with the version and the content digest.
+    let first_out = tmp.path().join("first");
+    let run = make_image(&first_out, &[("CARGO_TARGET_DIR", target_env)]);
+    assert!(run.status.success(), "{}", common::describe(&run));
+    let ran = stdout(&run);
+    let tool = format!("'{}/release/chartreg-build' pack", target.display());
+    assert!(ran.contains(&tool), "make ran no `{tool}`:\n{ran}");
+    // The static binary, for the host's architecture (the script's --target).
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let static_bin: PathBuf = target.join(triple).join("release/chartreg");
+    assert!(static_bin.is_file(), "no {}", static_bin.display());
+    assert_eq!(common::content_digest_of(&static_bin), assets_digest);
+    let first = read_image(&skopeo, &first_out);
+    assert_eq!(first.tag, tag_for(&assets_digest));
+    assert_eq!(
+        first.label("org.opencontainers.image.version"),
+        Some(&*first.tag)
+    );
+    assert_eq!(
+        first.label("io.chartreg.content.digest"),
+        Some(&*assets_digest)
+    );
+    // This checkout: a revision only if it is clean, a source only if it is a URL.
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let clean = status.status.success() && status.stdout.is_empty();
+    assert_eq!(
+        first.label("org.opencontainers.image.revision").is_some(),
+        clean,
+        "{:?}",
+        first.labels
+    );
+    if let Some(source) = first.label("org.opencontainers.image.source") {
+        assert!(
+            source.starts_with("https://") && !source.contains('@'),
+            "{source}"
+        );
+    }
+
+    // 2. The same content again: the same tag.
+    let again = image(
+        &skopeo,
+        &tmp.path().join("again"),
+        &[("CARGO_TARGET_DIR", target_env)],
+    );
+    assert_eq!(again.tag, first.tag);
+
+    // 3. IMAGE_TAG overrides the tag; IMAGE_SOURCE names the source, without credentials.
+    let named_out = tmp.path().join("named");
+    let named = image(
+        &skopeo,
+        &named_out,
+        &[
+            ("CARGO_TARGET_DIR", target_env),
+            ("IMAGE_TAG", "review-7"),
+            (
+                "IMAGE_SOURCE",
+                "https://builder:s3cret@git.example/team/chartreg",
+            ),
+        ],
+    );
+    assert_eq!(named.tag, "review-7");
+    assert_eq!(
+        named.label("org.opencontainers.image.version"),
+        Some("review-7")
+    );
+    assert_eq!(
+        named.label("org.opencontainers.image.source"),
+        Some("https://git.example/team/chartreg")
+    );
+
+    // 4. A bad tag or a source that is not a URL: refused, naming it, and the image written
+    //    before is still there.
+    for (setting, value) in [
+        ("IMAGE_TAG", "not a tag"),
+        ("IMAGE_SOURCE", "/home/me/chartreg"),
+    ] {
+        let refused = make_image(
+            &named_out,
+            &[("CARGO_TARGET_DIR", target_env), (setting, value)],
+        );
+        assert!(!refused.status.success(), "{setting}={value} was taken");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains(&format!("{setting}={value}")), "{said}");
+        assert_eq!(read_image(&skopeo, &named_out).tag, "review-7");
+    }
+
+    // 5. A clean work tree (a repository whose commit holds the checkout as it is): the
+    //    revision names that commit; the origin's https URL is the source, without credentials.
+    let git_dir = tmp.path().join("git");
+    let git_env = git_dir.to_str().unwrap();
+    git(&git_dir, &["init", "--quiet"]);
+    git(&git_dir, &["add", "--all"]);
+    git(
+        &git_dir,
+        &[
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--message",
+            "the checkout",
+        ],
+    );
+    git(
+        &git_dir,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://ci:token@git.example/team/chartreg.git",
+        ],
+    );
+    let head = git(&git_dir, &["rev-parse", "HEAD"]);
+    let work_tree = common::root();
+    let work_tree = work_tree.to_str().unwrap();
+    let git_env = [
+        ("CARGO_TARGET_DIR", target_env),
+        ("GIT_DIR", git_env),
+        ("GIT_WORK_TREE", work_tree),
+    ];
+    let clean = image(&skopeo, &tmp.path().join("clean"), &git_env);
+    assert_eq!(
+        clean.label("org.opencontainers.image.revision"),
+        Some(&*head)
+    );
+    assert_eq!(
+        clean.label("org.opencontainers.image.source"),
+        Some("https://git.example/team/chartreg.git")
+    );
+
+    // 6. A dirty one (a file taken out of the index), with a local path as its origin: neither
+    //    a revision nor a source.
+    git(&git_dir, &["rm", "--cached", "--quiet", "README.md"]);
+    git(
+        &git_dir,
+        &["remote", "set-url", "origin", "/srv/git/chartreg.git"],
+    );
+    let dirty = image(&skopeo, &tmp.path().join("dirty"), &git_env);
+    assert_eq!(
+        dirty.label("org.opencontainers.image.revision"),
+        None,
+        "{:?}",
+        dirty.labels
+    );
+    assert_eq!(
+        dirty.label("org.opencontainers.image.source"),
+        None,
+        "{:?}",
+        dirty.labels
+    );
+    assert_eq!(dirty.tag, first.tag);
+
+    // 7. Other content (one chart repository of assets/): another tag, naming that content.
+    let other = tmp.path().join("other-assets");
+    copy_tree(
+        &common::root().join("assets/charts/hello"),
+        &other.join("charts/hello"),
+    );
+    let other_digest = common::folder_content_digest(&other);
+    assert_ne!(other_digest, assets_digest);
+    let changed = image(
+        &skopeo,
+        &tmp.path().join("changed"),
+        &[
+            ("CARGO_TARGET_DIR", target_env),
+            ("CHARTREG_ASSETS", other.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(changed.tag, tag_for(&other_digest));
+    assert_ne!(changed.tag, first.tag);
+    assert_eq!(
+        changed.label("io.chartreg.content.digest"),
+        Some(&*other_digest)
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
 }
