@@ -178,8 +178,11 @@ fn linked_chart(repo: &Path) -> PathBuf {
     .unwrap();
     let folder = chart_folder(&repo.join("charts"), "tigera-operator", "3.26.4");
     fs::create_dir_all(folder.join("crds")).unwrap();
-    std::os::unix::fs::symlink("../../../libcalico-go/config/crd", folder.join("crds/calico"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        "../../../libcalico-go/config/crd",
+        folder.join("crds/calico"),
+    )
+    .unwrap();
     folder
 }
 
@@ -210,8 +213,7 @@ fn a_link_leaving_the_chart_but_not_the_content_repository_is_followed_as_helm_f
         )),
         "{warning}"
     );
-    let registry =
-        chartreg_core::content::Registry::from_files(common::files_in(&out)).unwrap();
+    let registry = chartreg_core::content::Registry::from_files(common::files_in(&out)).unwrap();
     let server = InProcess::start(registry);
     let pulled = tempfile::tempdir().unwrap();
     helm.ok(&[
@@ -223,7 +225,9 @@ fn a_link_leaving_the_chart_but_not_the_content_repository_is_followed_as_helm_f
         "--destination",
         str_path(pulled.path()),
     ]);
-    let ours = entries(&common::read(&pulled.path().join("tigera-operator-3.26.4.tgz")));
+    let ours = entries(&common::read(
+        &pulled.path().join("tigera-operator-3.26.4.tgz"),
+    ));
     let theirs_dir = tempfile::tempdir().unwrap();
     helm.ok(&[
         "package",

@@ -348,7 +348,10 @@ mod tests {
         let top = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(top.join("addons")).unwrap();
         let lock = top.join("addons/chartreg.lock");
-        assert_eq!(recorded(&lock, &top.join("charts/a.tgz")), "../charts/a.tgz");
+        assert_eq!(
+            recorded(&lock, &top.join("charts/a.tgz")),
+            "../charts/a.tgz"
+        );
         assert_eq!(recorded(&lock, &top.join("addons/./x/../b.tgz")), "b.tgz");
         assert_eq!(recorded(&lock, &top.join("addons")), ".");
         // A lock named without a folder is in the current one.
