@@ -566,3 +566,55 @@ fn oci_repositories_in_the_charts_file_and_layouts_that_are_whole_or_not_at_all(
         fresh.files("images")
     );
 }
+
+#[test]
+fn an_oci_repository_over_tls_is_verified_with_the_ca_file_or_its_tls_verify() {
+    // chartreg over TLS, reached as a name (loopback addresses are always plain HTTP to
+    // fetch): the sample charts it embeds are the upstream.
+    let server = common::TlsProcess::start(&[], &[]);
+    let port = server.process.addr.port();
+    let work = Work::new();
+    let hosts = work.write("hosts", &format!("127.0.0.1 {}\n", common::LOOPBACK_NAME));
+    let repo_url = format!("oci://{}:{port}/charts", common::LOOPBACK_NAME);
+    let list = |extra: &str| {
+        format!(
+            "repositories:\n  reg:\n    repoURL: {repo_url}\n{extra}    charts:\n      hello: [\"1.0.0\"]\n"
+        )
+    };
+    let fetch = |list_file: &str, extra: &[&str]| {
+        let mut cmd = Command::new(common::chartreg_build_bin());
+        cmd.args(["fetch", "--helm-charts-file", list_file])
+            .args(extra)
+            .current_dir(work.dir.path())
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR");
+        let mut wrapped = common::with_hosts(&cmd, &hosts)?;
+        Some(common::output_of(&mut wrapped, "chartreg-build fetch"))
+    };
+    work.write("verified.yaml", &list(""));
+    let Some(untrusted) = fetch("verified.yaml", &[]) else {
+        return;
+    };
+    let e = String::from_utf8_lossy(&untrusted.stderr);
+    assert!(!untrusted.status.success(), "{}", describe(&untrusted));
+    assert!(
+        e.contains(&format!("chart hello 1.0.0 from {repo_url}: TLS failure"))
+            && e.contains("a private CA is trusted with --ca-file FILE"),
+        "{e}"
+    );
+    let ca = str_path(&server.ca_file()).to_owned();
+    let trusted = fetch("verified.yaml", &["--ca-file", &ca]).expect("unshare");
+    assert!(trusted.status.success(), "{}", describe(&trusted));
+    assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
+
+    // The entry's own `tlsVerify: false`, without a CA.
+    std::fs::remove_dir_all(work.path("charts")).expect("remove charts");
+    work.write("unverified.yaml", &list("    tlsVerify: false\n"));
+    let unverified = fetch(
+        "unverified.yaml",
+        &["--lock", str_path(&work.path("other.lock"))],
+    )
+    .expect("unshare");
+    assert!(unverified.status.success(), "{}", describe(&unverified));
+    assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
+}
