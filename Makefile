@@ -16,9 +16,9 @@ CONTENT := content.yaml
 
 all: build
 
-# The build tool alone, pack only: neither the server nor any HTTP or TLS stack is compiled for it.
+# The build tool alone (the server is not compiled for it).
 build-tool:
-	$(CARGO) build --quiet --release -p chartreg-build --no-default-features
+	$(CARGO) build --quiet --release -p chartreg-build
 
 # Pack what $(CONTENT) lists into assets/ (rewrites only what changed; a bad input leaves assets/
 # as it was).
@@ -37,14 +37,13 @@ assets-check: build-tool
 CHARTS_FILE ?=
 IMAGES_FILE ?=
 FETCH_FLAGS ?=
-fetch:
-	$(CARGO) build --quiet --release -p chartreg-build
+fetch: build-tool
 	'$(BUILD_TOOL)' fetch $(if $(CHARTS_FILE),--helm-charts-file $(CHARTS_FILE)) \
 		$(if $(IMAGES_FILE),--images-file $(IMAGES_FILE)) $(FETCH_FLAGS)
 
 # Pack, then build the server with assets/ embedded.
 build: assets
-	$(CARGO) build --release -p chartreg
+	$(CARGO) build --release -p chartreg-bin
 
 # The container image (the static binary on $(IMAGE_BASE)), as an OCI image layout in
 # target/image/oci, tagged VERSION-CONTENT (the version and the content digest's first 12 hex
@@ -67,7 +66,6 @@ tools:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --release -p chartreg-build --no-default-features -- -D warnings
 
 # Every test, against the release binary. Never rewrites committed files (see assets-check).
 # Both binaries are built once, by this one cargo run; tests find the other binary beside theirs.

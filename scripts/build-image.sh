@@ -73,7 +73,7 @@ CREATED=$(date -u -d "@$EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 TARGET_DIR=$(CARGO="$CARGO" scripts/target-dir.sh)
 log "static release build for $TRIPLE ($TARGET_DIR/$TRIPLE)"
 RUSTFLAGS="${RUSTFLAGS:-} -Ctarget-feature=+crt-static" \
-    "$CARGO" build --quiet --release --locked -p chartreg --target "$TRIPLE"
+    "$CARGO" build --quiet --release --locked -p chartreg-bin --target "$TRIPLE"
 BIN=$TARGET_DIR/$TRIPLE/release/chartreg
 [[ -x "$BIN" ]] || die "$BIN is missing after the build"
 if readelf -l "$BIN" | grep -q 'Requesting program interpreter'; then

@@ -99,6 +99,9 @@ fn embedded() -> Vec<ContentFile> {
 }
 
 fn main() -> ExitCode {
+    if let Some(revision) = option_env!("CHARTREG_GIT_REVISION") {
+        chartreg::metrics::BuildInfo::set_revision(revision);
+    }
     chartreg::cli::main(std::env::args_os(), || Content {
         files: embedded(),
         facts: Bytes::from_static(FACTS),

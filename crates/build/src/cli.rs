@@ -27,7 +27,6 @@ pub enum Command {
     Pack(PackArgs),
     /// Take the charts and images that mindthegap-style lists name from upstream into `charts/`
     /// and `images/`, pinned by a lock file (`chartreg.lock`).
-    #[cfg(feature = "fetch")]
     Fetch(FetchArgs),
     /// Import mindthegap bundles (earlier releases' charts and images) as OCI image layouts,
     /// digests unchanged; `pack` keeps them and merges packed charts of the same repository.
@@ -49,7 +48,6 @@ pub struct ImportArgs {
     pub prefix: String,
 }
 
-#[cfg(feature = "fetch")]
 #[derive(Debug, Clone, Args)]
 pub struct FetchArgs {
     /// mindthegap's Helm charts file: classic repositories and their chart versions, and
@@ -189,7 +187,6 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     let result = match cli.command {
         Command::Pack(args) => run_pack(&args),
-        #[cfg(feature = "fetch")]
         Command::Fetch(args) => run_fetch(&args),
         Command::ImportBundle(args) => run_import(&args),
     };
@@ -230,7 +227,6 @@ fn run_pack(args: &PackArgs) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(feature = "fetch")]
 fn run_fetch(args: &FetchArgs) -> Result<(), String> {
     use crate::fetch;
     let given = args.helm_charts_file.as_ref().or(args.images_file.as_ref());

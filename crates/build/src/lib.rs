@@ -3,7 +3,7 @@
 //!
 //! - [`pack`] turns inputs (chart packages, chart folders, OCI image layouts) into the OCI
 //!   image layouts under `assets/` that the server embeds.
-//! - [`fetch`] (the `fetch` feature, on by default) takes charts and images from upstream, as
+//! - [`fetch`] takes charts and images from upstream, as
 //!   mindthegap's lists name them, into `charts/` and `images/`, pinned by a [`lock`].
 //! - [`import`] takes mindthegap bundles (earlier releases' charts and images) into
 //!   `assets/`, digests unchanged; `pack` keeps what it imported.
@@ -16,7 +16,6 @@
 
 pub mod cli;
 pub mod content_file;
-#[cfg(feature = "fetch")]
 pub mod fetch;
 pub mod import;
 pub mod lock;

@@ -1,7 +1,8 @@
 //! chartreg: a read-only OCI registry for Helm charts (and other OCI content), built like a
 //! static site.
 //!
-//! This crate is the server: it embeds content and serves it. The content model and OCI
+//! This crate is the server: it serves the content the binary (the root package, `chartreg-bin`)
+//! embeds and hands it. The content model and OCI
 //! vocabulary come from `chartreg-core` (its `content::Registry` is built from what the binary
 //! embedded); content is made by the build tool, `chartreg-build`, which this crate does not
 //! depend on.
@@ -17,7 +18,8 @@
 //! `http` -> `metrics`, `logging` (neither imports the other modules).
 //!
 //! No `unsafe` code is written here (`#![forbid(unsafe_code)]`); the one `unsafe` in the
-//! binary is in the expansion of `chartreg_embed::linked_blob!` (see `main.rs`).
+//! binary is in the expansion of `chartreg_embed::linked_blob!` (see the binary's `src/main.rs`,
+//! the root package `chartreg-bin`).
 #![forbid(unsafe_code)]
 // Nothing a request or the content can reach may panic: no unwrap, expect, panic or
 // unchecked indexing outside tests.

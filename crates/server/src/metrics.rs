@@ -71,15 +71,22 @@ pub struct BuildInfo {
     pub revision: String,
 }
 
+/// The git revision the binary was built from, as its build script found it: set once by the
+/// binary (`main.rs`) before the command runs.
+static REVISION: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
 impl BuildInfo {
-    /// This binary's: the package version, and the git revision build.rs found (`unknown`
+    /// Records the binary's git revision for [`BuildInfo::of_this_build`]; the first call wins.
+    pub fn set_revision(revision: &'static str) {
+        let _ = REVISION.set(revision);
+    }
+
+    /// This binary's: the package version, and the git revision its build found (`unknown`
     /// when it found none).
     pub fn of_this_build() -> Self {
         BuildInfo {
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            revision: option_env!("CHARTREG_GIT_REVISION")
-                .unwrap_or("unknown")
-                .to_owned(),
+            revision: REVISION.get().copied().unwrap_or("unknown").to_owned(),
         }
     }
 }
