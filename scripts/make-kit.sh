@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The server kit: what `chartreg-build build` compiles the server from, with no network.
+#
+#   scripts/make-kit.sh OUT
+#
+# OUT becomes a Cargo workspace holding only the server's crates, as this tree has them:
+#   Cargo.toml     the root package `chartreg-bin` (the binary that embeds content: build.rs,
+#                  src/main.rs) and the workspace of crates/server, crates/core, crates/embed;
+#                  every [dev-dependencies] table left out (tests are not built from a kit);
+#   Cargo.lock     this tree's lock, without the packages the kit does not use: every version
+#                  pinned as the project pins it;
+#   vendor/        the source of every dependency (`cargo vendor`), and .cargo/config.toml
+#                  pointing cargo at it, offline;
+#   KIT_ID         VERSION-<12 hex>: the version and a digest of everything above but vendor/
+#                  (vendor/ follows from Cargo.lock), naming the build cache a kit may share.
+#
+# Vendoring reads crates from cargo's local cache when it has them and fetches the others (the
+# one step that may need the network). The kit is written beside OUT and renamed into place.
+set -euo pipefail
+[[ $# -eq 1 ]] || { echo "usage: $0 OUT" >&2; exit 2; }
+OUT=$1
+[[ "$OUT" == /* ]] || OUT=$PWD/$OUT
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CARGO=${CARGO:-cargo}
+log() { printf '[kit] %s\n' "$*" >&2; }
+
+STAGE=$(dirname "$OUT")/.$(basename "$OUT").new
+rm -rf "$STAGE"
+mkdir -p "$STAGE"
+trap 'rm -rf "$STAGE"' EXIT
+
+# The sources: what git tracks (no build output), else the folders as they are.
+FILES=(build.rs src crates/server crates/core crates/embed)
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -C "$ROOT" ls-files -z --cached --others --exclude-standard -- "${FILES[@]}" |
+        while IFS= read -r -d '' file; do
+            [[ -f "$file" ]] || continue
+            mkdir -p "$STAGE/$(dirname "$file")"
+            cp -p "$file" "$STAGE/$file"
+        done
+else
+    for f in "${FILES[@]}"; do cp -rp "$f" "$STAGE/$(dirname "$f")/"; done
+fi
+cp Cargo.lock LICENSE "$STAGE/"
+
+# The manifests, without what a kit does not build.
+python3 - "$ROOT" "$STAGE" <<'PY'
+import re, sys
+root, stage = sys.argv[1], sys.argv[2]
+
+def without_tables(text, names):
+    """The TOML text without the tables whose header is one of `names` (to the next header)."""
+    out, skip = [], False
+    for line in text.splitlines(keepends=True):
+        header = re.match(r"\s*\[([^\]]+)\]\s*(#.*)?$", line)
+        if header:
+            skip = header.group(1).strip() in names
+        if not skip:
+            out.append(line)
+    return "".join(out)
+
+text = open(f"{root}/Cargo.toml").read()
+text = without_tables(text, {"dev-dependencies"})
+members = '["." , "crates/server", "crates/core", "crates/embed"]'.replace(" ,", ",")
+text = re.sub(r"(?m)^members = \[.*\]$", f"members = {members}", text)
+text = re.sub(r"(?m)^default-members = \[.*\]\n", "", text)
+text = re.sub(r"(?m)^exclude = \[.*\]\n", "", text)
+text = re.sub(r"(?m)^# cargo-fuzz's crate.*\n", "", text)
+header = ("# The server kit (scripts/make-kit.sh): the chartreg binary's crates and their\n"
+          "# dependencies' source, from which `chartreg-build build` compiles the server offline.\n")
+open(f"{stage}/Cargo.toml", "w").write(header + text)
+for crate in ["crates/server", "crates/core", "crates/embed"]:
+    path = f"{stage}/{crate}/Cargo.toml"
+    kept = without_tables(open(path).read(), {"dev-dependencies"})
+    open(path, "w").write(kept)
+PY
+
+# The lock without what the kit does not use (versions stay as pinned), then the sources.
+( cd "$STAGE" && "$CARGO" metadata --format-version 1 --offline >/dev/null 2>&1 ||
+    "$CARGO" metadata --format-version 1 >/dev/null )
+log "vendoring the dependencies"
+( cd "$STAGE" && { "$CARGO" vendor --locked --offline --quiet vendor >/dev/null 2>&1 ||
+    "$CARGO" vendor --locked --quiet vendor >/dev/null; } )
+mkdir -p "$STAGE/.cargo"
+cat >"$STAGE/.cargo/config.toml" <<'TOML'
+# Every dependency from vendor/, never from the network.
+[source.crates-io]
+replace-with = "vendored-sources"
+
+[source.vendored-sources]
+directory = "vendor"
+
+[net]
+offline = true
+TOML
+
+VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+DIGEST=$(cd "$STAGE" && find . -path ./vendor -prune -o -type f ! -name KIT_ID -print0 |
+    LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)
+printf '%s-%s\n' "$VERSION" "$DIGEST" >"$STAGE/KIT_ID"
+
+rm -rf "$OUT"
+mkdir -p "$(dirname "$OUT")"
+mv "$STAGE" "$OUT"
+trap - EXIT
+log "wrote $OUT (kit $(cat "$OUT/KIT_ID"), $(du -sh "$OUT" | cut -f1))"
