@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The server kit: what `chartreg-build build` compiles the server from, with no network.
 #
-#   scripts/make-kit.sh OUT
+#   scripts/make-kit.sh OUT [ID]
 #
 # OUT becomes a Cargo workspace holding only the server's crates, as this tree has them:
 #   Cargo.toml     the root package `chartreg-bin` (the binary that embeds content: build.rs,
@@ -12,13 +12,18 @@
 #   vendor/        the source of every dependency (`cargo vendor`), and .cargo/config.toml
 #                  pointing cargo at it, offline;
 #   KIT_ID         VERSION-<12 hex>: the version and a digest of everything above but vendor/
-#                  (vendor/ follows from Cargo.lock), naming the build cache a kit may share.
+#                  (vendor/ follows from Cargo.lock), naming the build cache a kit may share;
+#                  ID instead when given (the Makefile's `VERSION-dev`, so that a developer's
+#                  edits keep one cache and cargo recompiles only what changed);
+#   .digest        that digest: a kit whose sources have not changed is left as it is (the
+#                  files keep their times, and cargo recompiles nothing).
 #
 # Vendoring reads crates from cargo's local cache when it has them and fetches the others (the
 # one step that may need the network). The kit is written beside OUT and renamed into place.
 set -euo pipefail
-[[ $# -eq 1 ]] || { echo "usage: $0 OUT" >&2; exit 2; }
+[[ $# -eq 1 || $# -eq 2 ]] || { echo "usage: $0 OUT [ID]" >&2; exit 2; }
 OUT=$1
+ID=${2:-}
 [[ "$OUT" == /* ]] || OUT=$PWD/$OUT
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -79,9 +84,6 @@ PY
 # The lock without what the kit does not use (versions stay as pinned), then the sources.
 ( cd "$STAGE" && "$CARGO" metadata --format-version 1 --offline >/dev/null 2>&1 ||
     "$CARGO" metadata --format-version 1 >/dev/null )
-log "vendoring the dependencies"
-( cd "$STAGE" && { "$CARGO" vendor --locked --offline --quiet vendor >/dev/null 2>&1 ||
-    "$CARGO" vendor --locked --quiet vendor >/dev/null; } )
 mkdir -p "$STAGE/.cargo"
 cat >"$STAGE/.cargo/config.toml" <<'TOML'
 # Every dependency from vendor/, never from the network.
@@ -96,9 +98,18 @@ offline = true
 TOML
 
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-DIGEST=$(cd "$STAGE" && find . -path ./vendor -prune -o -type f ! -name KIT_ID -print0 |
+DIGEST=$(cd "$STAGE" && find . -path ./vendor -prune -o -type f ! -name KIT_ID ! -name .digest -print0 |
     LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)
-printf '%s-%s\n' "$VERSION" "$DIGEST" >"$STAGE/KIT_ID"
+printf '%s\n' "${ID:-$VERSION-$DIGEST}" >"$STAGE/KIT_ID"
+printf '%s\n' "$DIGEST" >"$STAGE/.digest"
+if cmp -s "$STAGE/KIT_ID" "$OUT/KIT_ID" 2>/dev/null && cmp -s "$STAGE/.digest" "$OUT/.digest" &&
+    [[ -d "$OUT/vendor" ]]; then
+    log "unchanged: $OUT (kit $(cat "$OUT/KIT_ID"))"
+    exit 0
+fi
+log "vendoring the dependencies"
+( cd "$STAGE" && { "$CARGO" vendor --locked --offline --quiet vendor >/dev/null 2>&1 ||
+    "$CARGO" vendor --locked --quiet vendor >/dev/null; } )
 
 rm -rf "$OUT"
 mkdir -p "$(dirname "$OUT")"

@@ -1,4 +1,4 @@
-//! The command line: `chartreg-build pack` and `chartreg-build fetch`.
+//! The command line: `chartreg-build init`, `fetch`, `import-bundle`, `pack` and `build`.
 //!
 //! `main` parses arguments (every flag also reads a `CHARTREG_*` variable), runs one command,
 //! and reports how it went: a result line on stdout, or one error on stderr naming the input.
@@ -31,6 +31,83 @@ pub enum Command {
     /// Import mindthegap bundles (earlier releases' charts and images) as OCI image layouts,
     /// digests unchanged; `pack` keeps them and merges packed charts of the same repository.
     ImportBundle(ImportArgs),
+    /// Write a new content repository: a commented content.yaml, an empty charts/, a .gitignore.
+    Init(InitArgs),
+    /// Pack a content file's inputs, then compile the server with them inside (offline, from the
+    /// server kit installed with this tool) into one statically linked binary.
+    Build(BuildArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {
+    /// The folder to write into (created if missing; nothing in it is overwritten).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BuildArgs {
+    /// The content file (paths in it are relative to it).
+    #[arg(long, value_name = "FILE", default_value = "content.yaml")]
+    pub config: PathBuf,
+    /// The folder the content is packed into [default: assets beside the content file].
+    #[arg(long, value_name = "DIR")]
+    pub assets: Option<PathBuf>,
+    /// The server binary to write [default: chartreg beside the content file].
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The server kit to compile from [default: share/chartreg/kit of this tool's installation].
+    #[arg(long, value_name = "DIR", env = "CHARTREG_KIT")]
+    pub kit: Option<PathBuf>,
+    /// Where compiles are cached, a folder per kit [default: $XDG_CACHE_HOME/chartreg, else
+    /// ~/.cache/chartreg].
+    #[arg(long, value_name = "DIR", env = "CHARTREG_CACHE")]
+    pub cache: Option<PathBuf>,
+    /// The platform to build for (linux/amd64, linux/arm64) [default: this machine's].
+    #[arg(long, value_name = "OS/ARCH")]
+    pub platform: Option<String>,
+}
+
+impl BuildArgs {
+    /// The folder holding the content file.
+    fn base(&self) -> PathBuf {
+        self.config
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."))
+            .to_owned()
+    }
+
+    /// The packing this build starts with.
+    pub fn pack_args(&self) -> PackArgs {
+        PackArgs {
+            inputs: Vec::new(),
+            layouts: Vec::new(),
+            config: Some(self.config.clone()),
+            out: self.assets.clone().unwrap_or_else(|| self.base().join("assets")),
+            prefix: None,
+            check: false,
+        }
+    }
+
+    /// The compile this build ends with, once the content is packed.
+    pub fn compile_request(&self) -> Result<crate::compile::Request, crate::compile::Error> {
+        use crate::compile::{Target, Toolchain};
+        let target = match &self.platform {
+            Some(platform) => platform.parse()?,
+            None => {
+                let host = Toolchain::find()?.host;
+                Target::of_triple(&host).ok_or(crate::compile::Error::UnknownPlatform(host))?
+            }
+        };
+        Ok(crate::compile::Request {
+            assets: self.pack_args().out,
+            out: self.out.clone().unwrap_or_else(|| self.base().join("chartreg")),
+            kit: self.kit.clone(),
+            cache: self.cache.clone(),
+            target,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -189,6 +266,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Pack(args) => run_pack(&args),
         Command::Fetch(args) => run_fetch(&args),
         Command::ImportBundle(args) => run_import(&args),
+        Command::Init(args) => run_init(&args),
+        Command::Build(args) => run_build(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -224,6 +303,33 @@ fn run_pack(args: &PackArgs) -> Result<(), String> {
     for name in &report.removed {
         println!("  removed {name}");
     }
+    Ok(())
+}
+
+fn run_init(args: &InitArgs) -> Result<(), String> {
+    let report = crate::init::init(&args.dir).map_err(|e| format!("init: {e}"))?;
+    println!(
+        "wrote {}: {}",
+        report.dir.display(),
+        report.written.join(", ")
+    );
+    println!("{}", crate::init::next_steps(&args.dir));
+    Ok(())
+}
+
+fn run_build(args: &BuildArgs) -> Result<(), String> {
+    let request = args.compile_request().map_err(|e| format!("build: {e}"))?;
+    run_pack(&args.pack_args())?;
+    let report = crate::compile::compile(&request).map_err(|e| format!("build: {e}"))?;
+    println!(
+        "wrote {} (server for {}, kit {}, {}; {:.1} s, cache {})",
+        report.out.display(),
+        request.target.platform(),
+        report.kit.id,
+        report.toolchain.version,
+        report.elapsed.as_secs_f64(),
+        report.target_dir.display()
+    );
     Ok(())
 }
 

@@ -7,6 +7,8 @@
 //!   mindthegap's lists name them, into `charts/` and `images/`, pinned by a [`lock`].
 //! - [`import`] takes mindthegap bundles (earlier releases' charts and images) into
 //!   `assets/`, digests unchanged; `pack` keeps what it imported.
+//! - [`compile`] compiles the server with that content inside, from the server kit that comes
+//!   with the tool, offline (`chartreg-build build`); [`init`] writes a new content repository.
 //! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
 //! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
 //!
@@ -15,8 +17,10 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod compile;
 pub mod content_file;
 pub mod fetch;
 pub mod import;
+pub mod init;
 pub mod lock;
 pub mod pack;

@@ -1,0 +1,222 @@
+//! Compiles the server with a content folder inside: `chartreg-build build`.
+//!
+//! The server is compiled from a [`kit`] (the server's crates and the vendored source of every
+//! dependency) by the build machine's Rust toolchain ([`toolchain`], checked first), offline,
+//! into a cache folder per kit ([`cache_dir`]). Content reaches the compile only through
+//! `CHARTREG_ASSETS`, read by the kit's `build.rs`, so after the first compile a change of
+//! content recompiles the one small crate that embeds it (`chartreg-bin`) and links. The binary
+//! is linked statically (`crt-static`, for the target given with `--target` so that build
+//! scripts and proc macros stay ordinary) and copied to the output beside it, then renamed over
+//! it: a failed compile leaves the previous binary in place.
+
+pub mod kit;
+pub mod toolchain;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub use kit::Kit;
+pub use toolchain::{Target, Toolchain};
+
+/// Why a compile could not start or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "no server kit at {}: chartreg-build compiles the server from the kit its release archive installs beside it (share/chartreg/kit); give --kit DIR or set CHARTREG_KIT (in chartreg's own tree: scripts/make-kit.sh DIR)",
+        looked.display()
+    )]
+    NoKit { looked: PathBuf },
+    #[error(
+        "{} is not a whole server kit: {missing} is missing (write it again with scripts/make-kit.sh, or unpack the release archive again)",
+        kit.display()
+    )]
+    BrokenKit {
+        kit: PathBuf,
+        missing: &'static str,
+    },
+    #[error("{}: `{id}` is not a kit id (VERSION-HEX)", file.display())]
+    BadKitId { file: PathBuf, id: String },
+    #[error(
+        "{} does not run ({why}): compiling the server needs a Rust toolchain (cargo and rustc, 1.85 or later; https://rustup.rs, or the builder image), found on the PATH or named by $CARGO and $RUSTC",
+        tool.display()
+    )]
+    NoRust { tool: PathBuf, why: String },
+    #[error(
+        "the Rust standard library for {target} is not installed ({why}): `rustup target add {target}`"
+    )]
+    NoStd { target: &'static str, why: String },
+    #[error(
+        "no C compiler `{}` to link the server ({why}): install it (Debian: apt-get install {packages})",
+        cc.display()
+    )]
+    NoLinker {
+        cc: PathBuf,
+        packages: &'static str,
+        why: String,
+    },
+    #[error(
+        "`{}` has no static C library (libc.a), which the statically linked server needs: install it (Debian: apt-get install {packages})",
+        cc.display()
+    )]
+    NoStaticLibc {
+        cc: PathBuf,
+        packages: &'static str,
+    },
+    #[error(
+        "{} is not a platform the server is built for (linux/amd64, linux/arm64)",
+        .0
+    )]
+    UnknownPlatform(String),
+    #[error("{}: not a folder (the content to embed: `chartreg-build pack` writes it)", .0.display())]
+    NoContent(PathBuf),
+    #[error(
+        "no cache folder: give --cache DIR or set CHARTREG_CACHE (neither XDG_CACHE_HOME nor HOME is set)"
+    )]
+    NoCache,
+    #[error("compiling the server failed ({status}); cargo's messages are above (kit {kit})")]
+    Cargo {
+        status: std::process::ExitStatus,
+        kit: String,
+    },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What to compile, from what, and where to.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The content folder to embed (what `pack` wrote).
+    pub assets: PathBuf,
+    /// The binary to write.
+    pub out: PathBuf,
+    /// The kit folder, if given (else the installed one).
+    pub kit: Option<PathBuf>,
+    /// The cache folder, if given (else [`cache_dir`]'s default).
+    pub cache: Option<PathBuf>,
+    pub target: Target,
+}
+
+/// What a compile did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub out: PathBuf,
+    pub kit: Kit,
+    /// The folder cargo compiled into.
+    pub target_dir: PathBuf,
+    pub toolchain: Toolchain,
+    pub elapsed: Duration,
+}
+
+/// Where a kit's compiles are cached: `given`, else `$XDG_CACHE_HOME/chartreg`, else
+/// `$HOME/.cache/chartreg`; a folder per kit inside (`build-<KIT_ID>`).
+pub fn cache_dir(given: Option<&Path>, kit: &Kit) -> Result<PathBuf, Error> {
+    let env = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    let root = match given {
+        Some(dir) => dir.to_owned(),
+        None => env("XDG_CACHE_HOME")
+            .map(|d| PathBuf::from(d).join("chartreg"))
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache/chartreg")))
+            .ok_or(Error::NoCache)?,
+    };
+    Ok(root.join(format!("build-{}", kit.id)))
+}
+
+/// Compiles the server with `request.assets` inside and writes it to `request.out`. Cargo's
+/// progress goes to stderr as cargo writes it.
+pub fn compile(request: &Request) -> Result<Report, Error> {
+    let started = Instant::now();
+    let assets = request
+        .assets
+        .canonicalize()
+        .ok()
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| Error::NoContent(request.assets.clone()))?;
+    let toolchain = Toolchain::find()?;
+    toolchain.check(request.target)?;
+    let kit = Kit::find(request.kit.as_deref())?;
+    let target_dir = cache_dir(request.cache.as_deref(), &kit)?;
+    std::fs::create_dir_all(&target_dir).map_err(|source| Error::Io {
+        path: target_dir.clone(),
+        source,
+    })?;
+    let triple = request.target.triple();
+    let mut cargo = Command::new(&toolchain.cargo);
+    cargo
+        .args(["build", "--release", "--locked", "--offline"])
+        .args(["-p", "chartreg-bin", "--bin", "chartreg", "--target", triple])
+        .current_dir(&kit.dir)
+        .env("CHARTREG_ASSETS", &assets)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        // The target's crates only (with --target, build scripts and proc macros are not).
+        .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+crt-static")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_BUILD_TARGET_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    if toolchain.host != triple {
+        let var = format!(
+            "CARGO_TARGET_{}_LINKER",
+            triple.to_uppercase().replace('-', "_")
+        );
+        if std::env::var_os(&var).is_none() {
+            cargo.env(var, request.target.c_compiler(&toolchain.host));
+        }
+    }
+    let status = cargo.status().map_err(|source| Error::Io {
+        path: toolchain.cargo.clone(),
+        source,
+    })?;
+    if !status.success() {
+        return Err(Error::Cargo {
+            status,
+            kit: kit.id.clone(),
+        });
+    }
+    let built = target_dir.join(triple).join("release/chartreg");
+    install(&built, &request.out)?;
+    Ok(Report {
+        out: request.out.clone(),
+        kit,
+        target_dir,
+        toolchain,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Copies `from` beside `to` and renames it over `to`, executable.
+fn install(from: &Path, to: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { path, source }
+    };
+    let folder = to.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(folder) = folder {
+        std::fs::create_dir_all(folder).map_err(io(folder))?;
+    }
+    let name = to.file_name().map_or_else(
+        || "chartreg".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let staged = folder
+        .unwrap_or(Path::new("."))
+        .join(format!(".{name}.{}.new", std::process::id()));
+    std::fs::copy(from, &staged).map_err(io(from))?;
+    let done = std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755))
+        .and_then(|()| std::fs::rename(&staged, to));
+    if let Err(source) = done {
+        let _ = std::fs::remove_file(&staged);
+        return Err(Error::Io {
+            path: to.to_owned(),
+            source,
+        });
+    }
+    Ok(())
+}

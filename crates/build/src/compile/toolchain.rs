@@ -1,0 +1,209 @@
+//! What compiling the server needs on the build machine, checked before cargo runs so that a
+//! missing piece is named with the way to get it: cargo and rustc (`$CARGO`, `$RUSTC`, else on
+//! the `PATH`), the standard library for the target, and a C compiler driving the linker with
+//! the static C library (the server is linked with `crt-static`, so the image needs nothing
+//! else).
+//!
+//! [`Target`] maps the image platforms the server is built for (`linux/amd64`, `linux/arm64`)
+//! to Rust target triples and to the C compiler that links for each.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::Error;
+
+/// A platform the server can be linked statically for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Amd64,
+    Arm64,
+}
+
+impl Target {
+    pub const ALL: [Target; 2] = [Target::Amd64, Target::Arm64];
+
+    /// The image platform, `linux/amd64`.
+    pub fn platform(self) -> &'static str {
+        match self {
+            Target::Amd64 => "linux/amd64",
+            Target::Arm64 => "linux/arm64",
+        }
+    }
+
+    /// The Rust target triple.
+    pub fn triple(self) -> &'static str {
+        match self {
+            Target::Amd64 => "x86_64-unknown-linux-gnu",
+            Target::Arm64 => "aarch64-unknown-linux-gnu",
+        }
+    }
+
+    /// The C compiler that links for this target when the host is `host`: `cc` natively, else
+    /// Debian's cross compiler name.
+    pub fn c_compiler(self, host: &str) -> &'static str {
+        if host == self.triple() {
+            "cc"
+        } else {
+            match self {
+                Target::Amd64 => "x86_64-linux-gnu-gcc",
+                Target::Arm64 => "aarch64-linux-gnu-gcc",
+            }
+        }
+    }
+
+    /// The Debian packages holding that compiler and the static C library.
+    fn c_packages(self, host: &str) -> &'static str {
+        if host == self.triple() {
+            "gcc libc6-dev"
+        } else {
+            match self {
+                Target::Amd64 => "gcc-x86-64-linux-gnu libc6-dev-amd64-cross",
+                Target::Arm64 => "gcc-aarch64-linux-gnu libc6-dev-arm64-cross",
+            }
+        }
+    }
+
+    /// The target for the host triple `host`, if the server is built for it.
+    pub fn of_triple(host: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.triple() == host)
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Target, Error> {
+        Target::ALL
+            .into_iter()
+            .find(|t| t.platform() == s)
+            .ok_or_else(|| Error::UnknownPlatform(s.to_owned()))
+    }
+}
+
+/// The tools found, each checked to run.
+#[derive(Debug, Clone)]
+pub struct Toolchain {
+    pub cargo: PathBuf,
+    pub rustc: PathBuf,
+    /// The host's triple (`rustc -vV`).
+    pub host: String,
+    /// `rustc --version`.
+    pub version: String,
+}
+
+impl Toolchain {
+    /// cargo and rustc, from `$CARGO`/`$RUSTC` or the `PATH`.
+    pub fn find() -> Result<Toolchain, Error> {
+        let cargo = tool("CARGO", "cargo");
+        let rustc = tool("RUSTC", "rustc");
+        let verbose = run(&rustc, &["-vV"]).map_err(|why| Error::NoRust {
+            tool: rustc.clone(),
+            why,
+        })?;
+        run(&cargo, &["--version"]).map_err(|why| Error::NoRust {
+            tool: cargo.clone(),
+            why,
+        })?;
+        let field = |name: &str| {
+            verbose
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_owned())
+        };
+        let host = field("host:").ok_or_else(|| Error::NoRust {
+            tool: rustc.clone(),
+            why: format!("`rustc -vV` printed no host: {verbose}"),
+        })?;
+        let version = verbose.lines().next().unwrap_or_default().to_owned();
+        Ok(Toolchain {
+            cargo,
+            rustc,
+            host,
+            version,
+        })
+    }
+
+    /// Checks that `target` can be compiled and linked statically here.
+    pub fn check(&self, target: Target) -> Result<(), Error> {
+        let libdir = run(
+            &self.rustc,
+            &["--print", "target-libdir", "--target", target.triple()],
+        )
+        .map_err(|why| Error::NoStd {
+            target: target.triple(),
+            why,
+        })?;
+        let libdir = PathBuf::from(libdir.trim());
+        let has_std = std::fs::read_dir(&libdir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("libstd-"))
+        });
+        if !has_std {
+            return Err(Error::NoStd {
+                target: target.triple(),
+                why: format!("{} holds no libstd", libdir.display()),
+            });
+        }
+        let cc = PathBuf::from(target.c_compiler(&self.host));
+        let packages = target.c_packages(&self.host);
+        run(&cc, &["--version"]).map_err(|why| Error::NoLinker {
+            cc: cc.clone(),
+            packages,
+            why,
+        })?;
+        // A compiler without the static C library prints the bare name back.
+        let libc = run(&cc, &["-print-file-name=libc.a"]).unwrap_or_default();
+        if !Path::new(libc.trim()).is_absolute() {
+            return Err(Error::NoStaticLibc { cc, packages });
+        }
+        Ok(())
+    }
+}
+
+/// `$VAR` when set, else `name` (found on the `PATH` when run).
+fn tool(var: &str, name: &str) -> PathBuf {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(name), PathBuf::from)
+}
+
+/// What `program args` printed on stdout, or why it could not run.
+fn run(program: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args.iter().map(OsString::from))
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("{}: {}", out.status, stderr.trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("linux/amd64", Some("x86_64-unknown-linux-gnu"))]
+    #[case("linux/arm64", Some("aarch64-unknown-linux-gnu"))]
+    #[case("linux/arm/v7", None)]
+    #[case("windows/amd64", None)]
+    fn platforms_map_to_triples(#[case] platform: &str, #[case] triple: Option<&str>) {
+        let target = platform.parse::<Target>().ok();
+        assert_eq!(target.map(Target::triple), triple);
+        if let Some(t) = target {
+            assert_eq!(Target::of_triple(t.triple()), Some(t));
+        }
+    }
+
+    #[test]
+    fn the_native_linker_is_cc_and_a_cross_one_is_named() {
+        let host = "x86_64-unknown-linux-gnu";
+        assert_eq!(Target::Amd64.c_compiler(host), "cc");
+        assert_eq!(Target::Arm64.c_compiler(host), "aarch64-linux-gnu-gcc");
+    }
+}
