@@ -5,11 +5,18 @@ LISTEN ?= 0.0.0.0:5000
 # absolute) or cargo's configuration says otherwise, as cargo reports it (scripts/target-dir.sh);
 # asked once, when a recipe first needs it.
 TARGET_DIR = $(eval TARGET_DIR := $(shell CARGO=$(CARGO) scripts/target-dir.sh))$(or $(TARGET_DIR),$(error scripts/target-dir.sh found no target folder))
-# The server (goes into the image) and the build tool (runs on the build machine), side by side.
-BIN = $(TARGET_DIR)/release/chartreg
+# The build tool (runs on the build machine) and the server it compiles with the content inside
+# (statically linked: it goes into the image). The server is compiled as a team compiles it, by
+# `chartreg-build build`, from the kit (scripts/make-kit.sh) the tool finds beside itself
+# ($(TARGET_DIR)/share/chartreg/kit, as bin/../share/chartreg/kit in the release archive).
 BUILD_TOOL = $(TARGET_DIR)/release/chartreg-build
+KIT = $(TARGET_DIR)/share/chartreg/kit
+BIN = $(TARGET_DIR)/server/chartreg
+# One cache for this tree's kit (`VERSION-dev`): an edit of the server recompiles what it touches.
+KIT_CACHE = $(TARGET_DIR)/kit-cache
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
-.PHONY: all assets assets-check build-tool build fetch image run test tools lint clean stress
+.PHONY: all assets assets-check build-tool build kit dist fetch image run test tools lint clean stress
 
 # Every input of assets/ (charts, chart folders, image layouts), written down once.
 CONTENT := content.yaml
@@ -41,17 +48,26 @@ fetch: build-tool
 	'$(BUILD_TOOL)' fetch $(if $(CHARTS_FILE),--helm-charts-file $(CHARTS_FILE)) \
 		$(if $(IMAGES_FILE),--images-file $(IMAGES_FILE)) $(FETCH_FLAGS)
 
-# Pack, then build the server with assets/ embedded.
-build: assets
-	$(CARGO) build --release -p chartreg-bin
+# The server kit of this tree (rewritten only when its sources change).
+kit:
+	CARGO=$(CARGO) scripts/make-kit.sh '$(KIT)' $(VERSION)-dev
+
+# Pack, then compile the server with assets/ embedded, as a team's build machine does.
+build: build-tool kit
+	'$(BUILD_TOOL)' build --config $(CONTENT) --assets assets --out '$(BIN)' --cache '$(KIT_CACHE)'
+
+# The release archive a build machine installs (the build tool and the kit, nothing else):
+# target/dist/chartreg-build-VERSION-ARCH-linux.tar.gz (scripts/make-dist.sh).
+dist: build-tool
+	CARGO=$(CARGO) scripts/make-dist.sh '$(BUILD_TOOL)' target/dist
 
 # The container image (the static binary on $(IMAGE_BASE)), as an OCI image layout in
 # target/image/oci, tagged VERSION-CONTENT (the version and the content digest's first 12 hex
 # digits) unless IMAGE_TAG=... says otherwise; the tag is written to target/image/tag. See
 # scripts/build-image.sh (IMAGE_SOURCE, IMAGE_OUT, CONTAINER_ENGINE).
 IMAGE_BASE ?= scratch
-BUILD_IMAGE = CARGO_TARGET_DIR='$(TARGET_DIR)' IMAGE_BASE=$(IMAGE_BASE) CARGO=$(CARGO) scripts/build-image.sh
-image: assets
+BUILD_IMAGE = SERVER_BIN='$(BIN)' IMAGE_BASE=$(IMAGE_BASE) scripts/build-image.sh
+image: build
 	$(BUILD_IMAGE)
 
 # Serve the embedded charts on $(LISTEN).
@@ -69,8 +85,7 @@ lint:
 
 # Every test, against the release binary. Never rewrites committed files (see assets-check).
 # Both binaries are built once, by this one cargo run; tests find the other binary beside theirs.
-test: tools lint assets-check
-	$(BUILD_IMAGE)
+test: tools lint assets-check image
 	$(CARGO) test --release --workspace
 
 clean:

@@ -11,11 +11,8 @@
 #   TAG=$(cat target/image/tag)
 #   skopeo copy oci:target/image/oci:$TAG docker://REGISTRY/chartreg:$TAG
 #
-# 1. The statically linked release binary, for the host's architecture
-#    (RUSTFLAGS=-Ctarget-feature=+crt-static with --target, so that the flag does not reach
-#    proc-macro crates and build scripts, which stay shared with the ordinary build), found in
-#    the folder cargo builds into (scripts/target-dir.sh: CARGO_TARGET_DIR or cargo's
-#    configuration, else target/) and copied to target/image/bin/<arch>/chartreg.
+# 1. The statically linked server binary SERVER_BIN (`chartreg-build build` compiles it; make
+#    image passes it), for the host's architecture, copied to target/image/bin/<arch>/chartreg.
 # 2. The tag and the labels: `org.opencontainers.image.version` (the tag),
 #    `io.chartreg.content.digest` (the whole content digest), `created`; `revision` (HEAD's
 #    commit) only when the work tree is clean (`git status --porcelain` prints nothing: the
@@ -30,24 +27,23 @@
 # Settings (environment): IMAGE_TAG, IMAGE_SOURCE, IMAGE_OUT, IMAGE_BASE (the Containerfile's
 # BASE: scratch by default, since no registry is reachable here;
 # gcr.io/distroless/static-debian12:nonroot elsewhere), SOURCE_DATE_EPOCH (the `created` label
-# and layer times; default: the last commit's time), CONTAINER_ENGINE, CARGO, CARGO_TARGET_DIR.
+# and layer times; default: the last commit's time), CONTAINER_ENGINE, SERVER_BIN.
 set -euo pipefail
 # Relative folders are the caller's, as cargo takes them.
 absolute() { if [[ "$1" == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$PWD" "$1"; fi; }
-for name in CARGO_TARGET_DIR CARGO_BUILD_TARGET_DIR IMAGE_OUT; do
+for name in SERVER_BIN IMAGE_OUT; do
     if [[ -n "${!name:-}" ]]; then export "$name=$(absolute "${!name}")"; fi
 done
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-CARGO=${CARGO:-cargo}
 BASE=${IMAGE_BASE:-scratch}
 OUT=${IMAGE_OUT:-$ROOT/target/image}
 log() { printf '[image] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 case "$(uname -m)" in
-    x86_64) TRIPLE=x86_64-unknown-linux-gnu ARCH=amd64 ;;
-    aarch64) TRIPLE=aarch64-unknown-linux-gnu ARCH=arm64 ;;
+    x86_64) ARCH=amd64 ;;
+    aarch64) ARCH=arm64 ;;
     *) die "no static build set up for $(uname -m)" ;;
 esac
 # An OCI tag: letters, digits, `_`, `.`, `-`, at most 128, not starting with `.` or `-`.
@@ -70,12 +66,9 @@ VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 CREATED=$(date -u -d "@$EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 
-TARGET_DIR=$(CARGO="$CARGO" scripts/target-dir.sh)
-log "static release build for $TRIPLE ($TARGET_DIR/$TRIPLE)"
-RUSTFLAGS="${RUSTFLAGS:-} -Ctarget-feature=+crt-static" \
-    "$CARGO" build --quiet --release --locked -p chartreg-bin --target "$TRIPLE"
-BIN=$TARGET_DIR/$TRIPLE/release/chartreg
-[[ -x "$BIN" ]] || die "$BIN is missing after the build"
+BIN=${SERVER_BIN:-}
+[[ -n "$BIN" ]] || die "SERVER_BIN must name the server binary (make image: chartreg-build build writes it)"
+[[ -x "$BIN" ]] || die "SERVER_BIN=$BIN is not an executable"
 if readelf -l "$BIN" | grep -q 'Requesting program interpreter'; then
     die "$BIN is dynamically linked"
 fi

@@ -84,7 +84,10 @@ impl BuildArgs {
             inputs: Vec::new(),
             layouts: Vec::new(),
             config: Some(self.config.clone()),
-            out: self.assets.clone().unwrap_or_else(|| self.base().join("assets")),
+            out: self
+                .assets
+                .clone()
+                .unwrap_or_else(|| self.base().join("assets")),
             prefix: None,
             check: false,
         }
@@ -102,7 +105,10 @@ impl BuildArgs {
         };
         Ok(crate::compile::Request {
             assets: self.pack_args().out,
-            out: self.out.clone().unwrap_or_else(|| self.base().join("chartreg")),
+            out: self
+                .out
+                .clone()
+                .unwrap_or_else(|| self.base().join("chartreg")),
             kit: self.kit.clone(),
             cache: self.cache.clone(),
             target,

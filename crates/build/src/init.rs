@@ -135,8 +135,14 @@ mod tests {
         fs::write(repo.join("content.yaml"), "mine").unwrap();
         fs::remove_file(repo.join(".gitignore")).unwrap();
         let e = init(&repo).unwrap_err().to_string();
-        assert!(e.contains("content.yaml") && e.contains("already exists"), "{e}");
-        assert_eq!(fs::read_to_string(repo.join("content.yaml")).unwrap(), "mine");
+        assert!(
+            e.contains("content.yaml") && e.contains("already exists"),
+            "{e}"
+        );
+        assert_eq!(
+            fs::read_to_string(repo.join("content.yaml")).unwrap(),
+            "mine"
+        );
         assert!(!repo.join(".gitignore").exists(), "nothing written");
     }
 

@@ -52,7 +52,13 @@ impl Kit {
             path: dir.to_owned(),
             source,
         })?;
-        for needed in ["Cargo.toml", "Cargo.lock", "KIT_ID", ".cargo/config.toml", "vendor"] {
+        for needed in [
+            "Cargo.toml",
+            "Cargo.lock",
+            "KIT_ID",
+            ".cargo/config.toml",
+            "vendor",
+        ] {
             if !dir.join(needed).exists() {
                 return Err(Error::BrokenKit {
                     kit: dir,

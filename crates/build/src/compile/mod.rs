@@ -31,10 +31,7 @@ pub enum Error {
         "{} is not a whole server kit: {missing} is missing (write it again with scripts/make-kit.sh, or unpack the release archive again)",
         kit.display()
     )]
-    BrokenKit {
-        kit: PathBuf,
-        missing: &'static str,
-    },
+    BrokenKit { kit: PathBuf, missing: &'static str },
     #[error("{}: `{id}` is not a kit id (VERSION-HEX)", file.display())]
     BadKitId { file: PathBuf, id: String },
     #[error(
@@ -59,10 +56,7 @@ pub enum Error {
         "`{}` has no static C library (libc.a), which the statically linked server needs: install it (Debian: apt-get install {packages})",
         cc.display()
     )]
-    NoStaticLibc {
-        cc: PathBuf,
-        packages: &'static str,
-    },
+    NoStaticLibc { cc: PathBuf, packages: &'static str },
     #[error(
         "{} is not a platform the server is built for (linux/amd64, linux/arm64)",
         .0
@@ -123,6 +117,11 @@ pub fn cache_dir(given: Option<&Path>, kit: &Kit) -> Result<PathBuf, Error> {
             .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache/chartreg")))
             .ok_or(Error::NoCache)?,
     };
+    // Absolute: cargo runs in the kit's folder, and would take a relative one from there.
+    let root = std::path::absolute(&root).map_err(|source| Error::Io {
+        path: root.clone(),
+        source,
+    })?;
     Ok(root.join(format!("build-{}", kit.id)))
 }
 
@@ -148,7 +147,14 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
     let mut cargo = Command::new(&toolchain.cargo);
     cargo
         .args(["build", "--release", "--locked", "--offline"])
-        .args(["-p", "chartreg-bin", "--bin", "chartreg", "--target", triple])
+        .args([
+            "-p",
+            "chartreg-bin",
+            "--bin",
+            "chartreg",
+            "--target",
+            triple,
+        ])
         .current_dir(&kit.dir)
         .env("CHARTREG_ASSETS", &assets)
         .env("CARGO_TARGET_DIR", &target_dir)
@@ -201,10 +207,9 @@ fn install(from: &Path, to: &Path) -> Result<(), Error> {
     if let Some(folder) = folder {
         std::fs::create_dir_all(folder).map_err(io(folder))?;
     }
-    let name = to.file_name().map_or_else(
-        || "chartreg".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let name = to
+        .file_name()
+        .map_or_else(|| "chartreg".into(), |n| n.to_string_lossy().into_owned());
     let staged = folder
         .unwrap_or(Path::new("."))
         .join(format!(".{name}.{}.new", std::process::id()));
