@@ -7,6 +7,8 @@
 //!   mindthegap's lists name them, into `charts/` and `images/`, pinned by a [`lock`].
 //! - [`import`] takes mindthegap bundles (earlier releases' charts and images) into
 //!   `assets/`, digests unchanged; `pack` keeps what it imported.
+//! - [`image`] writes chartreg's container image (the static server binary, on scratch or a
+//!   base) as an OCI image layout, with no container engine.
 //! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
 //! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
 //!
@@ -17,6 +19,7 @@
 pub mod cli;
 pub mod content_file;
 pub mod fetch;
+pub mod image;
 pub mod import;
 pub mod lock;
 pub mod pack;
