@@ -31,6 +31,9 @@ pub enum Command {
     /// Import mindthegap bundles (earlier releases' charts and images) as OCI image layouts,
     /// digests unchanged; `pack` keeps them and merges packed charts of the same repository.
     ImportBundle(ImportArgs),
+    /// Write chartreg's container image as an OCI image layout, with no container engine: the
+    /// static server binary in one layer, on scratch or a base layout; reproducible.
+    Image(crate::image::command::ImageArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -189,6 +192,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Pack(args) => run_pack(&args),
         Command::Fetch(args) => run_fetch(&args),
         Command::ImportBundle(args) => run_import(&args),
+        Command::Image(args) => {
+            crate::image::command::run(&args).map_err(|e| format!("image: {e}"))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

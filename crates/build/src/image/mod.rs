@@ -18,6 +18,7 @@
 //!
 //! Nothing from the machine or the folders it runs in reaches the image: the same binaries,
 //! base, tag, labels and time give the same digests, byte for byte, anywhere.
+//! [`command`] is the command line that makes a request.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -30,6 +31,7 @@ use chartreg_core::tree::{Outcome, WriteError};
 
 pub mod base;
 pub mod binary;
+pub mod command;
 pub mod config;
 pub mod layer;
 pub mod layout;
