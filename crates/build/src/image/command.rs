@@ -32,7 +32,7 @@ const EPOCH_VARIABLE: &str = "SOURCE_DATE_EPOCH";
 #[derive(Debug, Clone, Args)]
 pub struct ImageArgs {
     /// A statically linked chartreg binary, for the platform before `=` [default: this
-    /// machine's, linux/amd64 here]; repeat it for an image index of several platforms.
+    /// machine's]; repeat it for an image index of several platforms.
     #[arg(
         long = "binary",
         value_name = "[OS/ARCH[/VARIANT]=]FILE",
