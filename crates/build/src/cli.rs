@@ -36,6 +36,9 @@ pub enum Command {
     /// Pack a content file's inputs, then compile the server with them inside (offline, from the
     /// server kit installed with this tool) into one statically linked binary.
     Build(BuildArgs),
+    /// Write chartreg's container image as an OCI image layout, with no container engine: the
+    /// static server binary in one layer, on scratch or a base layout; reproducible.
+    Image(crate::image::command::ImageArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -114,7 +117,6 @@ impl BuildArgs {
             target,
         })
     }
-}
 
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
@@ -274,6 +276,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::ImportBundle(args) => run_import(&args),
         Command::Init(args) => run_init(&args),
         Command::Build(args) => run_build(&args),
+        Command::Image(args) => {
+            crate::image::command::run(&args).map_err(|e| format!("image: {e}"))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,6 +9,8 @@
 //!   `assets/`, digests unchanged; `pack` keeps what it imported.
 //! - [`compile`] compiles the server with that content inside, from the server kit that comes
 //!   with the tool, offline (`chartreg-build build`); [`init`] writes a new content repository.
+//! - [`image`] writes chartreg's container image (the static server binary, on scratch or a
+//!   base) as an OCI image layout, with no container engine.
 //! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
 //! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
 //!
@@ -20,6 +22,7 @@ pub mod cli;
 pub mod compile;
 pub mod content_file;
 pub mod fetch;
+pub mod image;
 pub mod import;
 pub mod init;
 pub mod lock;

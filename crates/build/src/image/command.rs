@@ -1,0 +1,361 @@
+//! `chartreg-build image`: the flags, and [`run`], which turns parsed flags into an
+//! [`ImageRequest`], writes the image and reports it:
+//!
+//! 1. `--binary [OS/ARCH[/VARIANT]=]FILE`: without a platform, the host's.
+//! 2. The content digest: `--content-digest`, else what the host's binary prints for
+//!    `ls --content-digest` (checked to be a static ELF executable before it is run); when no
+//!    binary is the host's, an error asking for `--content-digest`.
+//! 3. The tag: `--tag`, else `VERSION-<first 12 hex digits of the content digest>`, so that
+//!    every change of content is a new tag.
+//! 4. `created` from `SOURCE_DATE_EPOCH` (unset or empty: 0, 1970-01-01T00:00:00Z, as ko
+//!    does, so that output is reproducible).
+//! 5. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
+//!    manifest or index digest, content digest, and the `skopeo copy` that takes it anywhere.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use chartreg_core::oci::{Digest, Tag, TagError};
+use chartreg_core::tree::Outcome;
+use clap::Args;
+
+use super::binary::{self, Binary, host_platform, parse_platform};
+use super::{BaseSpec, Error, ImageReport, ImageRequest};
+
+/// chartreg's version: the first part of the default tag.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const EPOCH_VARIABLE: &str = "SOURCE_DATE_EPOCH";
+
+#[derive(Debug, Clone, Args)]
+pub struct ImageArgs {
+    /// A statically linked chartreg binary, for the platform before `=` [default: this
+    /// machine's]; repeat it for an image index of several platforms.
+    #[arg(
+        long = "binary",
+        value_name = "[OS/ARCH[/VARIANT]=]FILE",
+        required = true,
+        value_parser = binary_arg
+    )]
+    pub binaries: Vec<Binary>,
+    /// The OCI image layout to write (replaced if it holds one; any other folder is refused).
+    #[arg(long, value_name = "DIR", env = "CHARTREG_IMAGE_OUT")]
+    pub out: PathBuf,
+    /// The image's tag [default: VERSION-<first 12 hex digits of the content digest>].
+    #[arg(long, value_name = "TAG", env = "CHARTREG_IMAGE_TAG")]
+    pub tag: Option<Tag>,
+    /// The base image: an OCI image layout, and the tag in it (its layers are kept)
+    /// [default: scratch].
+    #[arg(long, value_name = "LAYOUT[:TAG]", value_parser = base_arg, env = "CHARTREG_IMAGE_BASE")]
+    pub base: Option<BaseSpec>,
+    /// A label to add (`org.opencontainers.image.revision=...`, `...source=...`); repeatable.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label_arg)]
+    pub labels: Vec<(String, String)>,
+    /// The content digest the binaries hold [default: what the host's binary prints for
+    /// `ls --content-digest`].
+    #[arg(long, value_name = "sha256:HEX")]
+    pub content_digest: Option<Digest>,
+    /// A file to write the tag into (with a newline).
+    #[arg(long, value_name = "FILE")]
+    pub tag_file: Option<PathBuf>,
+}
+
+/// Why `image` did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Image(#[from] Error),
+    #[error(
+        "{EPOCH_VARIABLE}={value:?} is not a number of seconds since 1970 (an integer, 0 or more)"
+    )]
+    SourceDateEpoch { value: String },
+    #[error("--content-digest {0} is not a sha256 digest")]
+    NotSha256(Digest),
+    #[error(
+        "no binary is for this machine ({host}) to ask for its content digest (given: {given}): pass --content-digest sha256:..."
+    )]
+    NoHostBinary { host: String, given: String },
+    #[error(
+        "{} ls --content-digest failed ({reason}): pass --content-digest sha256:...",
+        path.display()
+    )]
+    ContentDigestRun { path: PathBuf, reason: String },
+    #[error("{} ls --content-digest printed {printed:?}, not sha256:<64 hex digits>", path.display())]
+    ContentDigestPrinted { path: PathBuf, printed: String },
+    #[error("the default tag: {0}")]
+    DefaultTag(#[from] TagError),
+    #[error("the tag file {}: {source}", path.display())]
+    TagFile { path: PathBuf, source: io::Error },
+}
+
+/// Operating systems an image platform can name (Go's GOOS values): text before `=` starting
+/// with one and `/` is a platform.
+const SYSTEMS: &[&str] = &[
+    "aix",
+    "android",
+    "darwin",
+    "dragonfly",
+    "freebsd",
+    "illumos",
+    "ios",
+    "js",
+    "linux",
+    "netbsd",
+    "openbsd",
+    "plan9",
+    "solaris",
+    "wasip1",
+    "windows",
+];
+
+/// `[OS/ARCH[/VARIANT]=]FILE`: text before the first `=` is a platform when it starts with an
+/// OS and `/` (any case, so that `Linux/amd64=...` is refused rather than taken as a path).
+fn binary_arg(text: &str) -> Result<Binary, String> {
+    let platform_text = text.split_once('=').filter(|(p, _)| {
+        p.split_once('/')
+            .is_some_and(|(os, _)| SYSTEMS.contains(&os.to_ascii_lowercase().as_str()))
+    });
+    let (platform, path) = match platform_text {
+        Some((p, path)) => (parse_platform(p).map_err(|e| e.to_string())?, path),
+        None => (
+            host_platform().ok_or_else(|| {
+                format!("this machine is no Linux platform an image names: give OS/ARCH={text}")
+            })?,
+            text,
+        ),
+    };
+    if path.is_empty() {
+        return Err(format!("`{text}` names no file"));
+    }
+    Ok(Binary {
+        platform,
+        path: PathBuf::from(path),
+    })
+}
+
+fn base_arg(text: &str) -> Result<BaseSpec, String> {
+    BaseSpec::parse(text).map_err(|e| e.to_string())
+}
+
+/// `KEY=VALUE`, the key not empty and without spaces.
+fn label_arg(text: &str) -> Result<(String, String), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not KEY=VALUE"))?;
+    if key.is_empty() || key.chars().any(char::is_whitespace) {
+        return Err(format!("`{key}` is not a label key (not empty, no spaces)"));
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
+/// `SOURCE_DATE_EPOCH`'s seconds: unset or empty is 0.
+pub fn created(value: Option<OsString>) -> Result<u64, RunError> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        return Ok(0);
+    };
+    let text = value.to_string_lossy();
+    text.parse::<u64>()
+        .ok()
+        .filter(|_| text.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| RunError::SourceDateEpoch {
+            value: text.into_owned(),
+        })
+}
+
+/// What the binary for this machine prints for `ls --content-digest`.
+fn content_digest(binaries: &[Binary]) -> Result<Digest, RunError> {
+    let host = host_platform();
+    let runnable = binaries.iter().find(|b| {
+        host.as_ref()
+            .is_some_and(|h| h.os == b.platform.os && h.architecture == b.platform.architecture)
+    });
+    let Some(binary) = runnable else {
+        return Err(RunError::NoHostBinary {
+            host: host.map_or_else(|| std::env::consts::ARCH.to_owned(), |h| h.to_string()),
+            given: binaries
+                .iter()
+                .map(|b| format!("{}={}", b.platform, b.path.display()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    };
+    binary::inspect(binary)?;
+    let failed = |reason: String| RunError::ContentDigestRun {
+        path: binary.path.clone(),
+        reason,
+    };
+    let output = Command::new(&binary.path)
+        .args(["ls", "--content-digest"])
+        .output()
+        .map_err(|e| failed(e.to_string()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(failed(format!("{}: {}", output.status, stderr.trim())));
+    }
+    let printed = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    match printed.parse::<Digest>() {
+        Ok(digest) if digest.sha256().is_some() => Ok(digest),
+        _ => Err(RunError::ContentDigestPrinted {
+            path: binary.path.clone(),
+            printed,
+        }),
+    }
+}
+
+/// The tag given, else `VERSION-<first 12 hex digits of the content digest>`.
+fn tag(given: Option<&Tag>, content: &Digest) -> Result<Tag, RunError> {
+    match given {
+        Some(tag) => Ok(tag.clone()),
+        None => {
+            let short = content.encoded().get(..12).unwrap_or(content.encoded());
+            Ok(format!("{VERSION}-{short}").parse()?)
+        }
+    }
+}
+
+impl ImageArgs {
+    /// The request these flags make, `created` from `source_date_epoch`.
+    pub fn request(&self, source_date_epoch: Option<OsString>) -> Result<ImageRequest, RunError> {
+        let created = created(source_date_epoch)?;
+        let content_digest = match &self.content_digest {
+            Some(d) if d.sha256().is_none() => return Err(RunError::NotSha256(d.clone())),
+            Some(d) => d.clone(),
+            None => content_digest(&self.binaries)?,
+        };
+        Ok(ImageRequest {
+            binaries: self.binaries.clone(),
+            out: self.out.clone(),
+            tag: tag(self.tag.as_ref(), &content_digest)?,
+            base: self.base.clone(),
+            content_digest,
+            version: VERSION.to_owned(),
+            created,
+            labels: self.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
+        })
+    }
+}
+
+/// Runs `chartreg-build image` with `args` (see the module doc).
+pub fn run(args: &ImageArgs) -> Result<(), RunError> {
+    let request = args.request(std::env::var_os(EPOCH_VARIABLE))?;
+    let report = super::write(&request)?;
+    for warning in &report.warnings {
+        eprintln!("chartreg-build: warning: {warning}");
+    }
+    if let Some(path) = &args.tag_file {
+        write_tag_file(path, &report.tag)?;
+    }
+    println!("{}", summary(&report, &request.content_digest));
+    Ok(())
+}
+
+fn write_tag_file(path: &Path, tag: &Tag) -> Result<(), RunError> {
+    std::fs::write(path, format!("{tag}\n")).map_err(|source| RunError::TagFile {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The result line.
+fn summary(report: &ImageReport, content: &Digest) -> String {
+    let what = match report.outcome {
+        Outcome::Written => "wrote",
+        Outcome::Unchanged => "unchanged:",
+    };
+    let platforms: Vec<String> = report
+        .manifests
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .collect();
+    let kind = if report.manifests.len() == 1 {
+        "manifest"
+    } else {
+        "index"
+    };
+    let (dir, tag) = (report.layout.display(), &report.tag);
+    format!(
+        "{what} {dir} (tag {tag}, {kind} {} for {}, content {content}): skopeo copy oci:{dir}:{tag} docker://REGISTRY/chartreg:{tag}",
+        report.top.digest,
+        platforms.join(", "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("linux/arm64=bin/chartreg", Ok(("linux/arm64", "bin/chartreg")))]
+    #[case("linux/arm/v7=a=b", Ok(("linux/arm/v7", "a=b")))]
+    #[case("target/x=1/chartreg", Ok(("linux/amd64", "target/x=1/chartreg")))]
+    #[case("chartreg", Ok(("linux/amd64", "chartreg")))]
+    #[case("linux/sparc=chartreg", Err("unknown architecture `sparc`"))]
+    #[case("linux/amd64=", Err("names no file"))]
+    #[case("Linux/amd64=chartreg", Err("must be `linux`"))]
+    #[case("windows/amd64=chartreg.exe", Err("must be `linux`"))]
+    fn binaries(#[case] text: &str, #[case] expected: Result<(&str, &str), &str>) {
+        if host_platform().is_none_or(|h| h.architecture != "amd64") {
+            return;
+        }
+        match (binary_arg(text), expected) {
+            (Ok(b), Ok((platform, path))) => {
+                assert_eq!(b.platform.to_string(), platform);
+                assert_eq!(b.path, PathBuf::from(path));
+            }
+            (Err(e), Err(words)) => assert!(e.contains(words), "{e}"),
+            (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case(None, Ok(0))]
+    #[case(Some(""), Ok(0))]
+    #[case(Some("1700000000"), Ok(1_700_000_000))]
+    #[case(Some("-1"), Err(()))]
+    #[case(Some("+5"), Err(()))]
+    #[case(Some("1.5"), Err(()))]
+    #[case(Some("yesterday"), Err(()))]
+    fn source_date_epoch(#[case] value: Option<&str>, #[case] expected: Result<u64, ()>) {
+        match (created(value.map(OsString::from)), expected) {
+            (Ok(s), Ok(want)) => assert_eq!(s, want),
+            (Err(e), Err(())) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("SOURCE_DATE_EPOCH") && e.contains(value.unwrap()),
+                    "{e}"
+                );
+            }
+            (got, want) => panic!("{value:?}: got {got:?}, want {want:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case("org.opencontainers.image.revision=abc", Ok(("org.opencontainers.image.revision", "abc")))]
+    #[case("k=a=b", Ok(("k", "a=b")))]
+    #[case("k=", Ok(("k", "")))]
+    #[case("novalue", Err("is not KEY=VALUE"))]
+    #[case("=v", Err("is not a label key"))]
+    #[case("a b=v", Err("is not a label key"))]
+    fn labels(#[case] text: &str, #[case] expected: Result<(&str, &str), &str>) {
+        match (label_arg(text), expected) {
+            (Ok((k, v)), Ok((key, value))) => assert_eq!((k.as_str(), v.as_str()), (key, value)),
+            (Err(e), Err(words)) => assert!(e.contains(words), "{e}"),
+            (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+        }
+    }
+
+    #[test]
+    fn the_default_tag_names_the_version_and_the_content() {
+        let digest = Digest::sha256_of(b"content");
+        let tag = tag(None, &digest).unwrap();
+        assert_eq!(
+            tag.as_str(),
+            format!("{VERSION}-{}", &digest.encoded()[..12])
+        );
+        let given: Tag = "v1".parse().unwrap();
+        assert_eq!(super::tag(Some(&given), &digest).unwrap(), given);
+    }
+}

@@ -1,0 +1,241 @@
+//! The image written as an OCI image layout at `OUT`:
+//!
+//! 1. [`Output::new`] checks `OUT`: absent, an empty folder, or an OCI image layout (it holds
+//!    `oci-layout`), which is replaced; anything else is a user's folder, refused by name.
+//! 2. Layers are written into a work folder beside `OUT` ([`Output::work`], removed when
+//!    dropped), on the same file system, so that they are linked into the layout, not copied.
+//! 3. [`assemble`] lays out each platform's image (base layers copied byte for byte, the
+//!    layer, the config, the manifest) with the core's layout builder; one platform is listed
+//!    in `index.json` itself, several through an image index of their manifests (each with its
+//!    platform). The entry is tagged (`org.opencontainers.image.ref.name`).
+//! 4. [`Output::write`] puts the tree into place with the core's writer: left alone when `OUT`
+//!    already holds exactly it; otherwise staged beside `OUT` and renamed in, so that a failure
+//!    leaves the layout that was there.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use chartreg_core::oci::layout::{
+    Annotations, Descriptor, ImageIndex, ImageManifest, OCI_LAYOUT_FILE, Platform, blob_path,
+};
+use chartreg_core::oci::{Tag, gojson, media_type};
+use chartreg_core::tree::{self, Entry, LayoutBuilder, Outcome, Tree};
+
+use super::Error;
+use super::base::BaseImage;
+use super::config::ImageConfig;
+use super::layer::Layer;
+
+/// The annotation naming the manifest of the base image (as ko and buildah write it).
+const BASE_DIGEST: &str = "org.opencontainers.image.base.digest";
+
+/// Where the layout goes: the folder holding `OUT`, and `OUT`'s name in it.
+#[derive(Debug)]
+pub struct Output {
+    parent: PathBuf,
+    leaf: String,
+}
+
+impl Output {
+    /// Checks `out` (see the module doc, step 1).
+    pub fn new(out: &Path) -> Result<Output, Error> {
+        let leaf = out
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::OutName(out.to_owned()))?;
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let refuse = |reason: &str| Error::OutNotLayout {
+            path: out.to_owned(),
+            reason: reason.to_owned(),
+        };
+        match fs::symlink_metadata(out) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(Error::Io {
+                    path: out.to_owned(),
+                    source,
+                });
+            }
+            Ok(meta) if !meta.is_dir() => return Err(refuse("it is not a folder")),
+            Ok(_) => {
+                let mut entries = fs::read_dir(out).map_err(|source| Error::Io {
+                    path: out.to_owned(),
+                    source,
+                })?;
+                if entries.next().is_some() && !out.join(OCI_LAYOUT_FILE).is_file() {
+                    return Err(refuse("it holds files and no oci-layout"));
+                }
+            }
+        }
+        Ok(Output {
+            parent,
+            leaf: leaf.to_owned(),
+        })
+    }
+
+    /// A fresh work folder beside `OUT`, removed when dropped.
+    pub fn work(&self) -> Result<WorkDir, Error> {
+        let path = self.parent.join(format!(".{}.image-work", self.leaf));
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        if path.exists() {
+            fs::remove_dir_all(&path).map_err(io)?;
+        }
+        fs::create_dir_all(&path).map_err(io)?;
+        Ok(WorkDir(path))
+    }
+
+    /// Writes `tree` (from [`assemble`]) into place (see the module doc, step 4).
+    pub fn write(&self, tree: &Tree) -> Result<Outcome, Error> {
+        Ok(tree::replace(tree, &self.parent, &self.leaf)?)
+    }
+
+    /// The name of the layout's folder in the tree.
+    pub fn leaf(&self) -> &str {
+        &self.leaf
+    }
+}
+
+/// A folder removed, with what it holds, when dropped.
+#[derive(Debug)]
+pub struct WorkDir(PathBuf);
+
+impl WorkDir {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One platform's image, ready to be laid out.
+#[derive(Debug, Clone)]
+pub struct PlatformImage<'a> {
+    pub platform: Platform,
+    pub base: Option<&'a BaseImage>,
+    pub layer: &'a Layer,
+    pub config: ImageConfig,
+}
+
+/// The laid-out images: the tree to write, what `index.json` lists, and each platform's
+/// manifest.
+#[derive(Debug)]
+pub struct Assembled {
+    pub tree: Tree,
+    pub top: Descriptor,
+    pub manifests: Vec<(Platform, Descriptor)>,
+}
+
+/// Lays out `images` in a layout folder named `leaf`, tagged `tag` (see the module doc, step 3).
+pub fn assemble(leaf: &str, images: &[PlatformImage<'_>], tag: &Tag) -> Assembled {
+    let mut layout = LayoutBuilder::new(leaf);
+    let mut manifests = Vec::new();
+    for image in images {
+        let mut layers = Vec::new();
+        let mut annotations = Annotations::new();
+        if let Some(base) = image.base {
+            for (descriptor, file) in &base.layers {
+                layout.blob_file(&descriptor.media_type, file.clone());
+                layers.push(descriptor.clone());
+            }
+            annotations.insert(BASE_DIGEST.to_owned(), base.manifest.to_string());
+        }
+        layers.push(layout.blob_file(media_type::OCI_LAYER_GZIP, image.layer.blob.clone()));
+        let config = layout.blob(media_type::OCI_CONFIG, gojson::to_vec(&image.config));
+        let mut manifest = ImageManifest::new(config, layers);
+        manifest.annotations = annotations;
+        let mut descriptor = layout.manifest(media_type::OCI_MANIFEST, &manifest);
+        descriptor.platform = Some(image.platform.clone());
+        manifests.push((image.platform.clone(), descriptor));
+    }
+    let top = match manifests.as_slice() {
+        [(_, one)] => Descriptor {
+            platform: None,
+            ..one.clone()
+        },
+        _ => {
+            let index = ImageIndex {
+                schema_version: 2,
+                media_type: Some(media_type::OCI_INDEX.to_owned()),
+                artifact_type: None,
+                manifests: manifests.iter().map(|(_, d)| d.clone()).collect(),
+                subject: None,
+                annotations: Annotations::new(),
+            };
+            layout.manifest(media_type::OCI_INDEX, &index)
+        }
+    };
+    layout.list(top.clone(), Some(tag.as_str()));
+    let mut tree = layout.finish();
+    // The layers were written beside the layout for it: linked in, not copied.
+    for image in images {
+        let blob = &image.layer.blob;
+        tree.insert(
+            format!("{leaf}/{}", blob_path(&blob.digest)),
+            Entry::Link(blob.clone()),
+        );
+    }
+    Assembled {
+        tree,
+        top,
+        manifests,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_is_absent_empty_or_a_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("oci");
+        assert_eq!(Output::new(&out).unwrap().leaf(), "oci");
+        fs::create_dir(&out).unwrap();
+        Output::new(&out).unwrap();
+        fs::write(out.join("notes.txt"), "mine").unwrap();
+        let err = Output::new(&out).unwrap_err();
+        assert!(matches!(err, Error::OutNotLayout { .. }), "{err}");
+        assert!(
+            err.to_string().contains(&out.display().to_string()),
+            "{err}"
+        );
+        fs::write(out.join(OCI_LAYOUT_FILE), "{}").unwrap();
+        Output::new(&out).unwrap();
+        let file = dir.path().join("file");
+        fs::write(&file, "").unwrap();
+        assert!(matches!(
+            Output::new(&file),
+            Err(Error::OutNotLayout { .. })
+        ));
+        assert!(matches!(
+            Output::new(Path::new("/")),
+            Err(Error::OutName(_))
+        ));
+        assert!(matches!(
+            Output::new(Path::new("a/..")),
+            Err(Error::OutName(_))
+        ));
+    }
+
+    #[test]
+    fn the_work_folder_goes_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = Output::new(&dir.path().join("oci")).unwrap();
+        let work = output.work().unwrap();
+        let path = work.path().to_owned();
+        fs::write(path.join("layer"), "x").unwrap();
+        assert!(path.starts_with(dir.path()));
+        drop(work);
+        assert!(!path.exists());
+    }
+}

@@ -1,0 +1,141 @@
+//! Bad inputs: each is refused with a message naming it, a non-zero exit, and the layout
+//! already at `OUT` left exactly as it was; an `OUT` that is not a layout is never replaced.
+
+use rstest::rstest;
+
+use super::*;
+
+/// In `args`, `{bin}` is a static binary, `{out}` the layout written before, `{dir}` the
+/// test's folder, `{me}` this test program (dynamically linked).
+#[rstest]
+#[case::bad_tag(&["--binary", "{bin}", "--tag", ".v1"], None, "cannot start with `.`")]
+#[case::bad_platform(&["--binary", "linux/sparc={bin}"], None, "unknown architecture `sparc`")]
+#[case::not_linux(&["--binary", "windows/amd64={bin}"], None, "the OS must be `linux`")]
+#[case::missing_binary(&["--binary", "{dir}/missing"], None, "missing: No such file")]
+#[case::not_elf(&["--binary", "{dir}/script"], None, "script is not an ELF executable")]
+#[case::dynamic(&["--binary", "{me}"], None, "is dynamically linked (it asks for /")]
+#[case::two_for_one_platform(&["--binary", "{bin}", "--binary", "linux/amd64={bin}"], None, "two binaries for linux/amd64")]
+#[case::epoch(&["--binary", "{bin}"], Some("yesterday"), "SOURCE_DATE_EPOCH=\"yesterday\" is not a number")]
+#[case::epoch_negative(&["--binary", "{bin}"], Some("-1"), "SOURCE_DATE_EPOCH=\"-1\"")]
+#[case::label_set_by_tag(&["--binary", "{bin}", "--label", "org.opencontainers.image.version=9"], None, "org.opencontainers.image.version is set from the tag")]
+#[case::bad_label(&["--binary", "{bin}", "--label", "novalue"], None, "`novalue` is not KEY=VALUE")]
+#[case::bad_digest(&["--binary", "{bin}", "--content-digest", "sha256:xyz"], None, "sha256:xyz")]
+#[case::base_not_a_layout(&["--binary", "{bin}", "--base", "{dir}"], None, "no oci-layout file")]
+#[case::bad_base_tag(&["--binary", "{bin}", "--base", "{out}:-x"], None, "is not LAYOUT or LAYOUT:TAG")]
+fn bad_inputs_are_named_and_leave_out_as_it_was(
+    #[case] args: &[&str],
+    #[case] epoch: Option<&str>,
+    #[case] words: &str,
+) {
+    if args.contains(&"{me}") && cfg!(target_feature = "crt-static") {
+        eprintln!("SKIPPED: this test program is static (crt-static), not a dynamic binary");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = write_binary(&dir.path().join("chartreg"), b"");
+    fs::write(dir.path().join("script"), "#!/bin/sh\necho sha256:0\n").unwrap();
+    let out = dir.path().join("oci");
+    ok(image(&[
+        "--binary",
+        s(&bin),
+        "--out",
+        s(&out),
+        "--tag",
+        "before",
+        "--content-digest",
+        CONTENT,
+    ]));
+    let before = snapshot(&out);
+
+    let me = std::env::current_exe().unwrap();
+    let replace = |a: &str| {
+        a.replace("{bin}", s(&bin))
+            .replace("{out}", s(&out))
+            .replace("{dir}", s(dir.path()))
+            .replace("{me}", s(&me))
+    };
+    let mut full: Vec<String> = args.iter().map(|a| replace(a)).collect();
+    full.extend(["--out".to_owned(), s(&out).to_owned()]);
+    if !args.contains(&"--content-digest") {
+        full.extend(["--content-digest".to_owned(), CONTENT.to_owned()]);
+    }
+    let full: Vec<&str> = full.iter().map(String::as_str).collect();
+    let mut command = image(&full);
+    if let Some(epoch) = epoch {
+        command.env("SOURCE_DATE_EPOCH", epoch);
+    }
+    let failed = fails(&mut command);
+    let stderr = text(&failed.stderr);
+    assert!(stderr.contains(words), "expected `{words}` in:\n{stderr}");
+    assert_eq!(snapshot(&out), before, "the layout at OUT is as it was");
+}
+
+#[test]
+fn an_out_folder_that_is_not_a_layout_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = write_binary(&dir.path().join("chartreg"), b"");
+    let out = dir.path().join("mine");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("notes.txt"), "keep me").unwrap();
+    let failed = fails(&mut image(&[
+        "--binary",
+        s(&bin),
+        "--out",
+        s(&out),
+        "--content-digest",
+        CONTENT,
+    ]));
+    let stderr = text(&failed.stderr);
+    assert!(
+        stderr.contains(&format!("{} is not an OCI image layout", s(&out))),
+        "{stderr}"
+    );
+    assert_eq!(
+        snapshot(&out),
+        BTreeMap::from([("notes.txt".to_owned(), b"keep me".to_vec())])
+    );
+    // A file is not a layout either.
+    let file = dir.path().join("file");
+    fs::write(&file, "x").unwrap();
+    let failed = fails(&mut image(&[
+        "--binary",
+        s(&bin),
+        "--out",
+        s(&file),
+        "--content-digest",
+        CONTENT,
+    ]));
+    assert!(text(&failed.stderr).contains("it is not a folder"));
+    assert_eq!(fs::read(&file).unwrap(), b"x");
+}
+
+/// Without `--content-digest`, the digest comes from running the host's binary: none for this
+/// machine, or one that prints something else, is an error saying what to do.
+#[test]
+fn the_content_digest_needs_a_binary_that_runs_here() {
+    if !runs_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = write_binary(&dir.path().join("chartreg"), b"hello\n");
+    let out = dir.path().join("oci");
+    let failed = fails(&mut image(&[
+        "--binary",
+        &format!("linux/arm64={}", s(&bin)),
+        "--out",
+        s(&out),
+    ]));
+    let stderr = text(&failed.stderr);
+    assert!(
+        stderr.contains("no binary is for this machine (linux/amd64)")
+            && stderr.contains("pass --content-digest sha256:"),
+        "{stderr}"
+    );
+    let failed = fails(&mut image(&["--binary", s(&bin), "--out", s(&out)]));
+    let stderr = text(&failed.stderr);
+    assert!(
+        stderr.contains("ls --content-digest printed \"hello\""),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
