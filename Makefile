@@ -16,10 +16,10 @@ BIN = $(TARGET_DIR)/server/chartreg
 KIT_CACHE = $(TARGET_DIR)/kit-cache
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
-.PHONY: all assets assets-check build-tool build kit dist fetch image run test tools lint clean stress
+.PHONY: all assets assets-check build-tool build kit dist builder-image fetch image image-containerfile run test tools lint clean stress
 
 # Every input of assets/ (charts, chart folders, image layouts), written down once.
-CONTENT := content.yaml
+CONTENT ?= content.yaml
 
 all: build
 
@@ -52,9 +52,10 @@ fetch: build-tool
 kit:
 	CARGO=$(CARGO) scripts/make-kit.sh '$(KIT)' $(VERSION)-dev
 
-# Pack, then compile the server with assets/ embedded, as a team's build machine does.
+# Pack, then compile the server with assets/ embedded (the folder beside $(CONTENT)), as a
+# team's build machine does.
 build: build-tool kit
-	'$(BUILD_TOOL)' build --config $(CONTENT) --assets assets --out '$(BIN)' --cache '$(KIT_CACHE)'
+	'$(BUILD_TOOL)' build --config $(CONTENT) --out '$(BIN)' --cache '$(KIT_CACHE)'
 
 # The release archive a build machine installs (the build tool and the kit, nothing else):
 # target/dist/chartreg-build-VERSION-ARCH-linux.tar.gz (scripts/make-dist.sh).
@@ -66,9 +67,22 @@ dist: build-tool
 # digits) unless IMAGE_TAG=... says otherwise; the tag is written to target/image/tag. See
 # scripts/build-image.sh (IMAGE_SOURCE, IMAGE_OUT, CONTAINER_ENGINE).
 IMAGE_BASE ?= scratch
-BUILD_IMAGE = SERVER_BIN='$(BIN)' IMAGE_BASE=$(IMAGE_BASE) scripts/build-image.sh
+BUILD_IMAGE = SERVER_BIN='$(BIN)' BUILD_TOOL='$(BUILD_TOOL)' IMAGE_BASE=$(IMAGE_BASE) scripts/build-image.sh
 image: build
 	$(BUILD_IMAGE)
+
+# The same image from the Containerfile with an engine (CONTAINER_ENGINE: buildah by default),
+# for teams that build images their own way; the same tag and labels.
+CONTAINER_ENGINE ?= buildah
+image-containerfile: build
+	CONTAINER_ENGINE=$(CONTAINER_ENGINE) $(BUILD_IMAGE)
+
+# The builder image (scripts/make-builder-image.sh, as root): the release archive's tool and kit,
+# this machine's Rust toolchain, gcc and a warm build cache on Debian 12, as an OCI image layout,
+# target/dist/builder-oci, tagged with the version (target/dist/builder-tag).
+builder-image: dist
+	scripts/make-builder-image.sh \
+		target/dist/chartreg-build-$(VERSION)-$(shell uname -m)-linux.tar.gz target/dist/builder-oci
 
 # Serve the embedded charts on $(LISTEN).
 run: build
@@ -83,10 +97,11 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
-# Every test, against the release binary. Never rewrites committed files (see assets-check).
-# Both binaries are built once, by this one cargo run; tests find the other binary beside theirs.
-test: tools lint assets-check image
-	$(CARGO) test --release --workspace
+# Every test. Never rewrites committed files (see assets-check). The static server is compiled
+# once, by `make build` (the image, the dist and builder-image tests use it or the archive);
+# cargo test builds the build tool and what the in-process tests link.
+test: tools lint assets-check image builder-image
+	CHARTREG_STATIC_BIN='$(BIN)' $(CARGO) test --release --workspace
 
 clean:
 	$(CARGO) clean

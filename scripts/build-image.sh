@@ -19,15 +19,18 @@
 #    commit then holds everything built); `source` only when a URL is known (IMAGE_SOURCE, or
 #    `git remote get-url origin` when it is an https URL), any user and password in it left
 #    out; never a local path.
-# 3. The image from the Containerfile with buildah, podman or docker, whichever is installed
-#    (in that order; CONTAINER_ENGINE=... chooses), with private storage under target/image
-#    (buildah: --storage-driver vfs --isolation chroot, which work without a daemon or cgroups).
-#    The build context is target/image/bin alone.
+# 3. The image, written by `chartreg-build image` (BUILD_TOOL; no engine: the same bytes for the
+#    same binary, labels and SOURCE_DATE_EPOCH), on scratch or on IMAGE_BASE, an OCI image
+#    layout `DIR[:TAG]`. Or, with CONTAINER_ENGINE=buildah, podman or docker, from the
+#    Containerfile, for teams that build with their own engine (IMAGE_BASE is then an image
+#    reference), with private storage under target/image (buildah: --storage-driver vfs
+#    --isolation chroot, which work without a daemon or cgroups); the build context is
+#    target/image/bin alone.
 #
-# Settings (environment): IMAGE_TAG, IMAGE_SOURCE, IMAGE_OUT, IMAGE_BASE (the Containerfile's
-# BASE: scratch by default, since no registry is reachable here;
-# gcr.io/distroless/static-debian12:nonroot elsewhere), SOURCE_DATE_EPOCH (the `created` label
-# and layer times; default: the last commit's time), CONTAINER_ENGINE, SERVER_BIN.
+# Settings (environment): IMAGE_TAG, IMAGE_SOURCE, IMAGE_OUT, IMAGE_BASE (scratch by default,
+# since no registry is reachable here; a distroless layout, or with an engine
+# gcr.io/distroless/static-debian12:nonroot, elsewhere), SOURCE_DATE_EPOCH (the `created` label
+# and layer times; default: the last commit's time), CONTAINER_ENGINE, SERVER_BIN, BUILD_TOOL.
 set -euo pipefail
 # Relative folders are the caller's, as cargo takes them.
 absolute() { if [[ "$1" == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$PWD" "$1"; fi; }
@@ -85,13 +88,7 @@ fi
 mkdir -p "$OUT/bin/$ARCH"
 cp "$BIN" "$OUT/bin/$ARCH/chartreg"
 
-ENGINE=${CONTAINER_ENGINE:-}
-if [[ -z "$ENGINE" ]]; then
-    for candidate in buildah podman docker; do
-        if command -v "$candidate" >/dev/null 2>&1; then ENGINE=$candidate; break; fi
-    done
-fi
-[[ -n "$ENGINE" ]] || die "no container engine: install buildah (scripts/install-tools.sh does), podman or docker"
+ENGINE=${CONTAINER_ENGINE:-chartreg-build}
 LABELS=(--label "org.opencontainers.image.version=$TAG"
         --label "io.chartreg.content.digest=$CONTENT"
         --label "org.opencontainers.image.created=$CREATED")
@@ -101,6 +98,15 @@ ARGS=(--build-arg "BASE=$BASE" --build-arg "TARGETARCH=$ARCH" "${LABELS[@]}"
       -f "$ROOT/Containerfile" -t "chartreg:$TAG")
 rm -rf "$OUT/oci" "$OUT/tag"
 case "$ENGINE" in
+    chartreg-build)
+        [[ -x "${BUILD_TOOL:-}" ]] || die "BUILD_TOOL must name chartreg-build (make image passes it)"
+        WRITER=(--binary "$BIN" --content-digest "$CONTENT" --tag "$TAG" --out "$OUT/oci")
+        [[ "$BASE" == scratch ]] || WRITER+=(--base "$BASE")
+        [[ -z "$REVISION" ]] || WRITER+=(--label "org.opencontainers.image.revision=$REVISION")
+        [[ -z "$SOURCE" ]] || WRITER+=(--label "org.opencontainers.image.source=$SOURCE")
+        log "chartreg-build image (base $BASE)"
+        SOURCE_DATE_EPOCH=$EPOCH "$BUILD_TOOL" image "${WRITER[@]}" >&2
+        ;;
     buildah)
         STORE=(--root "$OUT/storage" --runroot "$OUT/run" --storage-driver vfs)
         log "buildah build (base $BASE)"
@@ -118,7 +124,7 @@ case "$ENGINE" in
         command -v skopeo >/dev/null || die "skopeo is needed to write docker's image as an OCI layout"
         skopeo copy --quiet "docker-daemon:chartreg:$TAG" "oci:$OUT/oci:$TAG"
         ;;
-    *) die "CONTAINER_ENGINE must be buildah, podman or docker, not $ENGINE" ;;
+    *) die "CONTAINER_ENGINE must be chartreg-build (the default), buildah, podman or docker, not $ENGINE" ;;
 esac
 printf '%s\n' "$TAG" >"$OUT/tag"
 log "wrote $OUT/oci (chartreg:$TAG, content $CONTENT, $ENGINE, base $BASE) and its tag in $OUT/tag: skopeo copy oci:$OUT/oci:$TAG docker://REGISTRY/chartreg:$TAG"

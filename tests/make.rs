@@ -5,12 +5,12 @@
 //! - `make -n` shows, for each folder setting, the paths the recipes run (a table; instant).
 //! - One real `make image` with `CARGO_TARGET_DIR` outside the repository, then more runs on
 //!   that warm folder for the tag and labels: the same content gives the same tag, other content
-//!   (`CHARTREG_ASSETS`) another, `IMAGE_TAG` overrides, a bad `IMAGE_TAG` or `IMAGE_SOURCE` is
-//!   refused leaving the previous image, `revision` only from a clean work tree and `source`
-//!   only as an http(s) URL without credentials. The first run compiles the build tool and the
-//!   static server into the new folder (here 7 minutes of CPU time, 17 minutes of wall time on
-//!   a shared 2-core machine); the other runs take seconds each, except the rebuild with other
-//!   content.
+//!   (`CONTENT`, a content file elsewhere) another, compiling only the crate that embeds it,
+//!   `IMAGE_TAG` overrides, a bad `IMAGE_TAG` or `IMAGE_SOURCE` is refused leaving the previous
+//!   image, `revision` only from a clean work tree and `source` only as an http(s) URL without
+//!   credentials; `make image-containerfile` (buildah and the Containerfile) gives the same tag
+//!   and labels. The first run compiles the build tool and, through `chartreg-build build` from
+//!   the kit, the static server into the new folder; the other runs take seconds each.
 
 mod common;
 
@@ -33,6 +33,8 @@ fn make(args: &[&str], env: &[(&str, &str)]) -> Output {
         "CARGO_TARGET_DIR",
         "CARGO_BUILD_TARGET_DIR",
         "CHARTREG_ASSETS",
+        "CONTENT",
+        "CONTAINER_ENGINE",
         "IMAGE_TAG",
         "IMAGE_SOURCE",
         "IMAGE_OUT",
@@ -82,8 +84,14 @@ fn the_recipes_run_the_binaries_where_cargo_builds_them(
         format!(
             "'{folder}/release/chartreg-build' pack --config content.yaml --out assets --check\n"
         ),
-        format!("'{folder}/release/chartreg' serve --listen"),
-        format!("CARGO_TARGET_DIR='{folder}' IMAGE_BASE=scratch CARGO="),
+        format!("scripts/make-kit.sh '{folder}/share/chartreg/kit' "),
+        format!(
+            "'{folder}/release/chartreg-build' build --config content.yaml --out '{folder}/server/chartreg' --cache '{folder}/kit-cache'\n"
+        ),
+        format!("'{folder}/server/chartreg' serve --listen"),
+        format!(
+            "SERVER_BIN='{folder}/server/chartreg' BUILD_TOOL='{folder}/release/chartreg-build' IMAGE_BASE=scratch scripts/build-image.sh"
+        ),
     ] {
         assert!(
             text.contains(&expected),
@@ -206,9 +214,8 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
     let ran = stdout(&run);
     let tool = format!("'{}/release/chartreg-build' pack", target.display());
     assert!(ran.contains(&tool), "make ran no `{tool}`:\n{ran}");
-    // The static binary, for the host's architecture (the script's --target).
-    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-    let static_bin: PathBuf = target.join(triple).join("release/chartreg");
+    // The static binary `chartreg-build build` compiled from the kit beside the tool.
+    let static_bin: PathBuf = target.join("server/chartreg");
     assert!(static_bin.is_file(), "no {}", static_bin.display());
     assert_eq!(common::content_digest_of(&static_bin), assets_digest);
     let first = read_image(&skopeo, &first_out);
@@ -354,39 +361,60 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
     );
     assert_eq!(dirty.tag, first.tag);
 
-    // 7. Other content (one chart repository of assets/): another tag, naming that content.
-    let other = tmp.path().join("other-assets");
-    copy_tree(
-        &common::root().join("assets/charts/hello"),
-        &other.join("charts/hello"),
-    );
-    let other_digest = common::folder_content_digest(&other);
-    assert_ne!(other_digest, assets_digest);
-    let changed = image(
-        &skopeo,
+    // 7. Other content (a content file of its own, outside the tree: one chart): another tag,
+    //    naming that content; only the crate that embeds content was compiled again.
+    let other = tmp.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let chart = common::root().join("charts/hello-1.0.0.tgz");
+    std::fs::write(
+        other.join("content.yaml"),
+        format!("charts:\n  from: [{}]\n", chart.display()),
+    )
+    .unwrap();
+    let other_content = other.join("content.yaml");
+    let run = make_image(
         &tmp.path().join("changed"),
         &[
             ("CARGO_TARGET_DIR", target_env),
-            ("CHARTREG_ASSETS", other.to_str().unwrap()),
+            ("CONTENT", other_content.to_str().unwrap()),
         ],
     );
+    assert!(run.status.success(), "{}", common::describe(&run));
+    let compiled: Vec<&str> = std::str::from_utf8(&run.stderr)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Compiling "))
+        .collect();
+    assert!(
+        compiled.len() == 1 && compiled[0].starts_with("chartreg-bin "),
+        "{compiled:?}"
+    );
+    let other_digest = common::folder_content_digest(&other.join("assets"));
+    assert_ne!(other_digest, assets_digest);
+    let changed = read_image(&skopeo, &tmp.path().join("changed"));
     assert_eq!(changed.tag, tag_for(&other_digest));
     assert_ne!(changed.tag, first.tag);
     assert_eq!(
         changed.label("io.chartreg.content.digest"),
         Some(&*other_digest)
     );
-}
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
+    // 8. The Containerfile with an engine (buildah): the same binary, tag and labels.
+    let engine_out = tmp.path().join("containerfile");
+    let out = engine_out.to_str().unwrap();
+    let run = make(
+        &["image-containerfile"],
+        &[("CARGO_TARGET_DIR", target_env), ("IMAGE_OUT", out)],
+    );
+    assert!(run.status.success(), "{}", common::describe(&run));
+    let built = read_image(&skopeo, &engine_out);
+    assert_eq!(built.tag, first.tag);
+    for label in [
+        "org.opencontainers.image.version",
+        "io.chartreg.content.digest",
+        "org.opencontainers.image.licenses",
+        "org.opencontainers.image.title",
+    ] {
+        assert_eq!(built.label(label), first.label(label), "{label}");
     }
 }

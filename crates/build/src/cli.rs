@@ -117,6 +117,7 @@ impl BuildArgs {
             target,
         })
     }
+}
 
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
@@ -276,9 +277,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::ImportBundle(args) => run_import(&args),
         Command::Init(args) => run_init(&args),
         Command::Build(args) => run_build(&args),
-        Command::Image(args) => {
-            crate::image::command::run(&args).map_err(|e| format!("image: {e}"))
-        }
+        Command::Image(args) => run_image(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -342,6 +341,43 @@ fn run_build(args: &BuildArgs) -> Result<(), String> {
         report.target_dir.display()
     );
     Ok(())
+}
+
+/// `image`: with `--config`, the binaries are built first (`chartreg` beside the content file
+/// for one platform; `chartreg.OS-ARCH` for each of several), then written into the image.
+fn run_image(mut args: crate::image::command::ImageArgs) -> Result<(), String> {
+    if let Some(config) = args.config.clone() {
+        let platforms = match args.platforms.as_slice() {
+            [] => vec![None],
+            given => given.iter().cloned().map(Some).collect(),
+        };
+        let several = platforms.len() > 1;
+        for platform in platforms {
+            let mut build = BuildArgs {
+                config: config.clone(),
+                assets: args.assets.clone(),
+                out: None,
+                kit: args.kit.clone(),
+                cache: args.cache.clone(),
+                platform,
+            };
+            let request = build.compile_request().map_err(|e| format!("image: {e}"))?;
+            let platform = request.target.platform();
+            let out = if several {
+                let name = format!("chartreg.{}", platform.replace('/', "-"));
+                request.out.with_file_name(name)
+            } else {
+                request.out
+            };
+            build.out = Some(out.clone());
+            run_build(&build)?;
+            let binary = format!("{platform}={}", out.display());
+            let parsed = crate::image::command::ImageArgs::binary(&binary)
+                .map_err(|e| format!("image: {e}"))?;
+            args.binaries.push(parsed);
+        }
+    }
+    crate::image::command::run(&args).map_err(|e| format!("image: {e}"))
 }
 
 fn run_fetch(args: &FetchArgs) -> Result<(), String> {

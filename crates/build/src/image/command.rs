@@ -36,10 +36,28 @@ pub struct ImageArgs {
     #[arg(
         long = "binary",
         value_name = "[OS/ARCH[/VARIANT]=]FILE",
-        required = true,
+        required_unless_present = "config",
+        conflicts_with = "config",
         value_parser = binary_arg
     )]
     pub binaries: Vec<Binary>,
+    /// Build the binaries first from this content file, as `chartreg-build build` does (one per
+    /// `--platform`), instead of taking them with `--binary`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// With --config: a platform to build for (linux/amd64, linux/arm64; repeatable: several
+    /// make an image index) [default: this machine's].
+    #[arg(long = "platform", value_name = "OS/ARCH", requires = "config")]
+    pub platforms: Vec<String>,
+    /// With --config: the folder the content is packed into [default: assets beside it].
+    #[arg(long, value_name = "DIR", requires = "config")]
+    pub assets: Option<PathBuf>,
+    /// With --config: the server kit [default: the one installed with this tool].
+    #[arg(long, value_name = "DIR", env = "CHARTREG_KIT", requires = "config")]
+    pub kit: Option<PathBuf>,
+    /// With --config: the compile cache [default: $XDG_CACHE_HOME/chartreg or ~/.cache/chartreg].
+    #[arg(long, value_name = "DIR", env = "CHARTREG_CACHE", requires = "config")]
+    pub cache: Option<PathBuf>,
     /// The OCI image layout to write (replaced if it holds one; any other folder is refused).
     #[arg(long, value_name = "DIR", env = "CHARTREG_IMAGE_OUT")]
     pub out: PathBuf,
@@ -216,6 +234,11 @@ fn tag(given: Option<&Tag>, content: &Digest) -> Result<Tag, RunError> {
 }
 
 impl ImageArgs {
+    /// A binary as `--binary` takes it, `[OS/ARCH[/VARIANT]=]FILE`.
+    pub fn binary(text: &str) -> Result<Binary, String> {
+        binary_arg(text)
+    }
+
     /// The request these flags make, `created` from `source_date_epoch`.
     pub fn request(&self, source_date_epoch: Option<OsString>) -> Result<ImageRequest, RunError> {
         let created = created(source_date_epoch)?;
