@@ -6,7 +6,7 @@
 //! compiles the server from the kit in the archive with an empty cache (the cold compile, every
 //! dependency from the vendored source). A chart added afterwards recompiles only the crate that
 //! embeds the content, as cargo's own output says. The binary is static and serves what was put
-//! in. Bad input (no kit, a platform not built for) is refused with a message saying what to do.
+//! in; `image --config` writes its image without compiling again. Bad input (no kit, a platform not built for) is refused with a message saying what to do.
 //!
 //! The cold compile takes about 3 minutes of two cores here; it runs beside the other tests.
 
@@ -239,7 +239,46 @@ fn a_content_repository_builds_offline_from_the_release_archive() {
         describe(&listing)
     );
 
-    // 4. Refused with what to do: a platform the server is not built for; a tool without its kit.
+    // 4. The image from the content file: the binary is up to date (nothing compiled), the
+    //    layout written, tagged with the version and the content digest, as the tag file says.
+    let image = machine.run(&[
+        "image",
+        "--config",
+        "team/content.yaml",
+        "--cache",
+        "cache",
+        "--out",
+        "team/image",
+        "--tag-file",
+        "team/image.tag",
+    ]);
+    assert!(image.status.success(), "{}", describe(&image));
+    assert_eq!(
+        compiled(&image),
+        Vec::<String>::new(),
+        "{}",
+        describe(&image)
+    );
+    let tag = fs::read_to_string(team.join("image.tag")).unwrap();
+    let tag = tag.trim_end();
+    assert!(
+        tag.starts_with(&format!("{}-", env!("CARGO_PKG_VERSION"))),
+        "{tag}"
+    );
+    let index = fs::read_to_string(team.join("image/index.json")).unwrap();
+    assert!(index.contains(&format!("\"{tag}\"")), "{index}");
+    if let Some(skopeo) = tool("skopeo") {
+        let inspect = Command::new(skopeo)
+            .arg("inspect")
+            .arg(format!("oci:{}:{tag}", team.join("image").display()))
+            .output()
+            .unwrap();
+        assert!(inspect.status.success(), "{}", describe(&inspect));
+        let text = String::from_utf8_lossy(&inspect.stdout);
+        assert!(text.contains("io.chartreg.content.digest"), "{text}");
+    }
+
+    // 5. Refused with what to do: a platform the server is not built for; a tool without its kit.
     let refused = machine.run(&[
         "build",
         "--config",
