@@ -212,7 +212,10 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
     let run = make_image(&first_out, &[("CARGO_TARGET_DIR", target_env)]);
     assert!(run.status.success(), "{}", common::describe(&run));
     let ran = stdout(&run);
-    let tool = format!("'{}/release/chartreg-build' pack", target.display());
+    let tool = format!(
+        "'{}/release/chartreg-build' build --config content.yaml",
+        target.display()
+    );
     assert!(ran.contains(&tool), "make ran no `{tool}`:\n{ran}");
     // The static binary `chartreg-build build` compiled from the kit beside the tool.
     let static_bin: PathBuf = target.join("server/chartreg");
