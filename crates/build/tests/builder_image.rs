@@ -13,20 +13,14 @@
 //! Runs as root (chroot, namespaces); skipped otherwise, and without the layout or the tools,
 //! except under `CI=true`, where each of those fails.
 
+mod common;
+
+use common::{chart_folder, ci, compiled, describe, root};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-/// The repository root (this crate lives in `crates/build`).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
 
 /// Skips the test (returns false) when `present` is not, or fails under `CI=true`.
 fn needed(present: bool, what: &str) -> bool {
@@ -70,15 +64,6 @@ fn is_root() -> bool {
         .find_map(|l| l.strip_prefix("Uid:"))
         .and_then(|ids| ids.split_whitespace().nth(1))
         == Some("0")
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "{}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn json(path: &Path) -> Value {
@@ -214,28 +199,8 @@ exec chroot "$root" /usr/bin/env -i "$@""#;
             "/work/team/chartreg",
         ]);
         assert!(out.status.success(), "build: {}", describe(&out));
-        String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("Compiling "))
-            .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
-            .collect()
+        compiled(&out)
     }
-}
-
-/// A chart folder `name` at `version` in `dir`, with one template.
-fn chart_folder(dir: &Path, name: &str, version: &str) {
-    fs::create_dir_all(dir.join("templates")).unwrap();
-    fs::write(
-        dir.join("Chart.yaml"),
-        format!("apiVersion: v2\nname: {name}\nversion: {version}\nappVersion: \"1.0\"\n"),
-    )
-    .unwrap();
-    fs::write(dir.join("values.yaml"), "replicas: 1\n").unwrap();
-    fs::write(
-        dir.join("templates/configmap.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
-    )
-    .unwrap();
 }
 
 #[test]

@@ -10,18 +10,12 @@
 //!
 //! The cold compile takes about 3 minutes of two cores here; it runs beside the other tests.
 
+mod common;
+
+use common::{chart_folder, ci, compiled, describe, root};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// The repository root (this crate lives in `crates/build`).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
 
 /// The release archive `make dist` wrote, if there is one (under `CI=true` there must be).
 fn archive() -> Option<PathBuf> {
@@ -56,15 +50,6 @@ fn tool(name: &str) -> Option<PathBuf> {
     });
     assert!(found.is_some() || !ci(), "{name} is not installed");
     found
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "{}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The real cargo and rustc (not rustup's proxies, which need a home of their own), so that the
@@ -106,31 +91,6 @@ impl Machine {
             .env("RUSTC", rustc);
         cmd.output().expect("unshare runs")
     }
-}
-
-/// The `Compiling ...` lines cargo printed.
-fn compiled(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("Compiling "))
-        .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
-        .collect()
-}
-
-/// A chart folder `name` at `version` under `dir`, with one template.
-fn chart_folder(dir: &Path, name: &str, version: &str) {
-    fs::create_dir_all(dir.join("templates")).unwrap();
-    fs::write(
-        dir.join("Chart.yaml"),
-        format!("apiVersion: v2\nname: {name}\nversion: {version}\nappVersion: \"2.1\"\n"),
-    )
-    .unwrap();
-    fs::write(dir.join("values.yaml"), "replicas: 1\n").unwrap();
-    fs::write(
-        dir.join("templates/configmap.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
-    )
-    .unwrap();
 }
 
 #[test]
