@@ -9,9 +9,8 @@
 # empty cache): `chartreg-build build` cold; one chart added and `build` again (only the crate
 # that embeds content recompiles); `chartreg-build image` on it.
 # Old path (OLD_REV, default 4b3d14c: the last commit before the kit, in a git worktree, cold
-# target folder): `make image`, which compiled the build tool twice (without and with fetch),
-# the server, and the static server, then built the image with buildah; then one chart added to
-# its charts/ and `make image` again. OLD=0 skips it (about 20 minutes here).
+# target folder): the four compiles of a fresh clone (see below), then one chart added to its
+# charts/ and `make build` + `make image` again. OLD=0 skips it (about 10 minutes here).
 #
 # Times are wall-clock seconds from `date +%s.%N`, one run each: the cold runs are minutes long,
 # so one run is enough to compare them; the rebuilds are repeated REPS times (default 3) and the
@@ -33,6 +32,8 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 log() { printf '[bench-build] %s\n' "$*" >&2; }
+# A step failed: its log's end, then stop (the work folder is removed on exit).
+fail() { log "failed; the end of $1:"; tail -30 "$1" >&2; exit 1; }
 SYSROOT=$(rustc --print sysroot)
 
 # --- new path ---------------------------------------------------------------------------------
@@ -47,7 +48,7 @@ offline "$TOOL" init "$WORK/team" >/dev/null
 cp charts/hello-*.tgz "$WORK/team/charts/"
 log "new: cold build (empty cache, no network)"
 t=$(now)
-offline "$TOOL" build --config "$WORK/team/content.yaml" --cache "$WORK/cache" >/dev/null 2>"$WORK/cold.log"
+offline "$TOOL" build --config "$WORK/team/content.yaml" --cache "$WORK/cache" >/dev/null 2>"$WORK/cold.log" || fail "$WORK/cold.log"
 NEW_COLD=$(since "$t")
 rebuilds=() images=()
 for i in $(seq "$REPS"); do
@@ -55,7 +56,7 @@ for i in $(seq "$REPS"); do
     mkdir -p "$WORK/team/charts/extra-$i/templates"
     printf 'apiVersion: v2\nname: extra\nversion: 1.0.%s\n' "$i" >"$WORK/team/charts/extra-$i/Chart.yaml"
     t=$(now)
-    offline "$TOOL" build --config "$WORK/team/content.yaml" --cache "$WORK/cache" >/dev/null 2>"$WORK/re.log"
+    offline "$TOOL" build --config "$WORK/team/content.yaml" --cache "$WORK/cache" >/dev/null 2>"$WORK/re.log" || fail "$WORK/re.log"
     rebuilds+=("$(since "$t")")
     grep -c '^ *Compiling' "$WORK/re.log" | grep -qx 1 || { log "a rebuild compiled more than the content crate"; cat "$WORK/re.log" >&2; exit 1; }
     t=$(now)
@@ -67,29 +68,42 @@ NEW_IMAGE=$(printf '%s\n' "${images[@]}" | median)
 log "new: cold ${NEW_COLD}s, rebuild ${NEW_REBUILD}s, image ${NEW_IMAGE}s"
 
 # --- old path ---------------------------------------------------------------------------------
-OLD_COLD=- OLD_REBUILD=-
+# What a team compiled on a fresh clone before the kit: `make build` (the build tool without
+# fetch, then the server, for `make run`), the build tool again with fetch (`make fetch`'s
+# compile, without fetching), and `make image` (the static server, then buildah). A rebuild
+# after one chart more: `make build` (for `make run`) and `make image`.
+OLD_COLD=- OLD_PARTS=- OLD_BUILD=- OLD_IMAGE=- OLD_REBUILD=-
 if [[ "$OLD" == 1 ]]; then
     git worktree add --quiet --detach "$WORK/old" "$OLD_REV"
-    # The old Makefile ran `make image` from a packed tree: the same sample content.
-    log "old ($OLD_REV): cold make image (empty target folder)"
+    # That Makefile builds into the worktree's target/ (it knew no other folder): cold.
+    oldmake() { env -u CARGO_TARGET_DIR make -C "$WORK/old" "$@" >/dev/null 2>"$WORK/old.log" || fail "$WORK/old.log"; }
+    log "old ($OLD_REV): cold make build, the fetch tool, make image (empty target folder)"
+    t=$(now); oldmake build; c1=$(since "$t")
     t=$(now)
-    make -C "$WORK/old" image CARGO_TARGET_DIR="$WORK/old-target" >/dev/null 2>"$WORK/old-cold.log"
-    OLD_COLD=$(since "$t")
-    olds=()
+    (cd "$WORK/old" && env -u CARGO_TARGET_DIR cargo build --quiet --release -p chartreg-build) 2>"$WORK/old.log" || fail "$WORK/old.log"
+    c2=$(since "$t")
+    t=$(now); oldmake image; c3=$(since "$t")
+    OLD_COLD=$(awk -v a="$c1" -v b="$c2" -v c="$c3" 'BEGIN { printf "%.1f", a + b + c }')
+    OLD_PARTS="make build ${c1} s + fetch tool ${c2} s + make image ${c3} s"
+    builds=() images=() sums=()
     for i in $(seq "$REPS"); do
         mkdir -p "$WORK/old/charts/extra-$i/templates"
         printf 'apiVersion: v2\nname: extra\nversion: 1.0.%s\n' "$i" >"$WORK/old/charts/extra-$i/Chart.yaml"
-        t=$(now)
-        make -C "$WORK/old" image CARGO_TARGET_DIR="$WORK/old-target" >/dev/null 2>"$WORK/old-re.log"
-        olds+=("$(since "$t")")
+        t=$(now); oldmake build; b=$(since "$t")
+        t=$(now); oldmake image; m=$(since "$t")
+        builds+=("$b") images+=("$m")
+        sums+=("$(awk -v a="$b" -v c="$m" 'BEGIN { printf "%.1f", a + c }')")
     done
-    OLD_REBUILD=$(printf '%s\n' "${olds[@]}" | median)
-    log "old: cold ${OLD_COLD}s, rebuild + image ${OLD_REBUILD}s"
+    OLD_BUILD=$(printf '%s\n' "${builds[@]}" | median)
+    OLD_IMAGE=$(printf '%s\n' "${images[@]}" | median)
+    OLD_REBUILD=$(printf '%s\n' "${sums[@]}" | median)
+    log "old: cold ${OLD_COLD}s ($OLD_PARTS), rebuild ${OLD_BUILD}s, image ${OLD_IMAGE}s"
 fi
 
 {
     echo "# bench/build.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, $(rustc --version)"
     echo "path  cold_build_s  one_chart_rebuild_s  image_s  rebuild_plus_image_s"
     echo "new   $NEW_COLD  $NEW_REBUILD  $NEW_IMAGE  $(awk -v a="$NEW_REBUILD" -v b="$NEW_IMAGE" 'BEGIN { printf "%.1f", a + b }')"
-    echo "old   $OLD_COLD  -  -  $OLD_REBUILD"
+    echo "old   $OLD_COLD  $OLD_BUILD  $OLD_IMAGE  $OLD_REBUILD"
+    echo "# old cold: $OLD_PARTS"
 } | tee "$OUT"
