@@ -99,9 +99,12 @@ lint:
 
 # Every test. Never rewrites committed files (see assets-check). The static server is compiled
 # once, by `make build` (the image, the dist and builder-image tests use it or the archive);
-# cargo test builds the build tool and what the in-process tests link.
+# cargo test reuses the build tool `make build-tool` compiled (one feature set: see
+# crates/feature-set; scripts/one-compile.sh checks it) and builds what the in-process tests
+# link.
 test: tools lint assets-check image builder-image
 	CHARTREG_STATIC_BIN='$(BIN)' $(CARGO) test --release --workspace
+	CARGO=$(CARGO) scripts/one-compile.sh
 
 clean:
 	$(CARGO) clean

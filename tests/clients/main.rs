@@ -31,6 +31,8 @@ const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const HELLO_TAGS: [&str; 5] = ["0.1.0", "0.2.0", "1.0.0", "1.0.1_build.7", "1.1.0-rc.1"];
 
 fn client() -> Client {
+    // One crypto provider for rustls (ring, as the server and the build tool use).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     Client::new(ClientConfig {
         protocol: ClientProtocol::Http,
         ..Default::default()

@@ -117,6 +117,8 @@ fn skopeo_copy_image(host: &str, creds: Option<&str>) {
 /// referrers API) and the cosign `.att` tag.
 fn push_referrers(host: &str, auth: &RegistryAuth) -> Vec<String> {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // One crypto provider for rustls (ring, as the server and the build tool use).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     runtime.block_on(async {
         let client = Client::new(ClientConfig {
             protocol: ClientProtocol::Http,
