@@ -16,38 +16,65 @@
 //! Objects are written for x86-64 Linux; elsewhere every file goes through rust-embed.
 //!
 //! Cargo reruns this when anything under the folder changes, including files being added or
-//! removed (rust-embed alone only notices changed contents).
-
-#![forbid(unsafe_code)]
+//! removed (rust-embed alone only notices changed contents). A folder that cannot be built in
+//! stops the build with one line saying why (cargo shows it under the build script's output).
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use chartreg_embed::build::{Options, link_args, prepare};
 
 const DEFAULT_LINK_THRESHOLD: u64 = 1024 * 1024;
 
-fn main() {
+/// Why the content cannot be built into the binary.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error("cargo did not set {0}")]
+    Cargo(&'static str),
+    #[error(
+        "the assets folder {} does not exist; run `make assets` (or point CHARTREG_ASSETS at a folder)",
+        .0.display()
+    )]
+    NoAssets(PathBuf),
+    #[error("the assets folder {}: {source}", .folder.display())]
+    Resolve {
+        folder: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("CHARTREG_LINK_THRESHOLD must be a number of bytes, not `{0}`")]
+    Threshold(String),
+    #[error(transparent)]
+    Prepare(#[from] chartreg_embed::build::Error),
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Error> {
     println!("cargo:rerun-if-env-changed=CHARTREG_ASSETS");
     println!("cargo:rerun-if-env-changed=CHARTREG_LINK_THRESHOLD");
-    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").ok_or(Error::Cargo("CARGO_MANIFEST_DIR"))?);
     let chosen = env::var_os("CHARTREG_ASSETS");
     let folder = manifest_dir.join(chosen.as_deref().unwrap_or("assets".as_ref()));
     if !folder.is_dir() {
-        panic!(
-            "the assets folder {} does not exist; run `make assets` (or point CHARTREG_ASSETS at a folder)",
-            folder.display()
-        );
+        return Err(Error::NoAssets(folder));
     }
     let folder = folder
         .canonicalize()
-        .expect("the assets folder can be resolved");
+        .map_err(|source| Error::Resolve { folder, source })?;
     println!("cargo:rerun-if-changed={}", folder.display());
     let threshold = match env::var("CHARTREG_LINK_THRESHOLD") {
-        Ok(value) => value.parse().unwrap_or_else(|_| {
-            panic!("CHARTREG_LINK_THRESHOLD must be a number of bytes, not `{value}`")
-        }),
+        Ok(value) => value.parse().map_err(|_| Error::Threshold(value))?,
         Err(_) => DEFAULT_LINK_THRESHOLD,
     };
     let linkable = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
@@ -57,13 +84,12 @@ fn main() {
             "cargo:warning=large files are linked as objects on x86-64 Linux only: embedding every file with rust-embed"
         );
     }
-    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").ok_or(Error::Cargo("OUT_DIR"))?);
     let prepared = prepare(&Options {
         folder,
         out_dir,
         link_threshold: linkable.then_some(threshold),
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    })?;
     for warning in &prepared.warnings {
         println!("cargo:warning={warning}");
     }
@@ -75,6 +101,7 @@ fn main() {
         prepared.mirror.display()
     );
     git_revision(&manifest_dir);
+    Ok(())
 }
 
 /// `CHARTREG_GIT_REVISION` for the build-info metric: from the environment (builds without a

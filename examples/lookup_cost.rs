@@ -27,7 +27,7 @@ fn arg(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn registry(tags: usize, repositories: usize) -> Registry {
+fn registry(tags: usize, repositories: usize) -> Result<Registry, Box<dyn std::error::Error>> {
     let mut files = Vec::new();
     let mut layout = LayoutBuilder::new("bench/app");
     for i in 0..tags {
@@ -42,7 +42,7 @@ fn registry(tags: usize, repositories: usize) -> Registry {
         );
         layout.list(d, Some(&format!("1.0.{i}")));
     }
-    files.extend(layout.into_files().unwrap());
+    files.extend(layout.into_files()?);
     for r in 0..repositories {
         let mut layout = LayoutBuilder::new(&format!("bench/r{r:05}"));
         let config = layout.blob(
@@ -54,10 +54,11 @@ fn registry(tags: usize, repositories: usize) -> Registry {
             &ImageManifest::new(config, vec![]),
         );
         layout.list(d, Some("1.0.0"));
-        files.extend(layout.into_files().unwrap());
+        files.extend(layout.into_files()?);
     }
-    Registry::from_files(files.into_iter().map(|(p, b)| ContentFile::new(p, b)))
-        .expect("valid content")
+    Ok(Registry::from_files(
+        files.into_iter().map(|(p, b)| ContentFile::new(p, b)),
+    )?)
 }
 
 /// The measured part: `requests` GETs through the application, run to completion on `rt`.
@@ -80,17 +81,20 @@ where
     })
 }
 
-fn main() {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tags = arg("--tags", 10);
     let repositories = arg("--repositories", 0);
     let requests = arg("--requests", 1000);
-    let registry = registry(tags, repositories);
-    let rt = actix_web::rt::Runtime::new().expect("a runtime");
+    let registry = registry(tags, repositories)?;
+    let rt = actix_web::rt::Runtime::new()?;
     let app = rt.block_on(test::init_service(chartreg::http::app(web::Data::new(
         registry,
     ))));
     let uri = format!("/v2/bench/app/manifests/1.0.{}", tags / 2);
     let ok = serve_requests(&rt, &app, &uri, requests);
-    assert_eq!(ok, requests, "every request succeeded");
+    if ok != requests {
+        return Err(format!("{} of {requests} requests failed", requests - ok).into());
+    }
     println!("{tags} tags, {repositories} extra repositories: {requests} requests served");
+    Ok(())
 }

@@ -7,23 +7,11 @@
 //! listed in `$OUT_DIR/aliases.rs`. build.rs also loads the content and writes down what it
 //! found (`$OUT_DIR/facts.bin`, see `Registry::facts`), so that start-up need not read it again.
 //!
-//! `#![forbid(unsafe_code)]` holds for all code written in this project's crates. The one
+//! `unsafe_code` is forbidden in every crate of the project (`[workspace.lints]`). The one
 //! `unsafe` in the binary is in the expansion of `chartreg_embed::linked_blob!` (the project's
 //! own macro crate, where the lint does not look): an `extern` static per linked object, whose
 //! symbol and size build.rs wrote together; its bytes are checked at start-up against the
 //! sha256 written beside them, like every other file's (see `chartreg_embed`).
-#![forbid(unsafe_code)]
-// Nothing a request or the content can reach may panic: no unwrap, expect, panic or
-// unchecked indexing outside tests.
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic
-    )
-)]
 
 use std::borrow::Cow;
 use std::process::ExitCode;

@@ -2,6 +2,8 @@
 //! not read it again): a registry built from them is the registry loading builds, referrers
 //! included; they are used only for the very files they were written from (matched by path, in
 //! any order), and anything else falls back to loading and checking in full.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 mod common;
 

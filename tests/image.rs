@@ -5,6 +5,8 @@
 //! binary; and its root file system, run as uid 65532 on a read-only root (`unshare` and
 //! `chroot`, as containers run it), serves charts that Helm 3 and 4 pull. `tests/make.rs`
 //! builds more images, with other tags and labels.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 mod common;
 

@@ -3,6 +3,8 @@
 //! (`localhost:5000` in the text), with Helm 3 and with Helm 4 as `helm`; every `make` target
 //! the README names exists; every `chartreg` and `chartreg-build` command it names is one the
 //! binaries know.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 mod common;
 

@@ -1,6 +1,8 @@
 //! Every endpoint, status, header and error code of the read API, in-process (actix's test
 //! service) over the committed assets and over generated content; plus HEAD and Content-Length
 //! on a real socket, where actix strips HEAD bodies.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 mod blobs;
 #[path = "../common/mod.rs"]

@@ -1,5 +1,7 @@
 //! Building the registry: what it holds from the committed assets, and refusing (with the
 //! file named) every kind of content that could make it serve wrong bytes.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -10,6 +10,8 @@
 //! Builds go to their own target folder (`target/embed-test`), one at a time, and each binary
 //! is copied out before use, so that they never disturb the binary the other tests run or each
 //! other.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 #[path = "../common/mod.rs"]
 mod common;

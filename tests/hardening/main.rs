@@ -3,6 +3,8 @@
 //! JSON envelope where they reach the application) or a closed connection; unusual but valid
 //! ones get the right 2xx. None gets a 5xx, and a normal request right after each one, on a
 //! new connection, still gets the right bytes.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -8,6 +8,8 @@
 //!
 //! Every test runs once per Helm version (the case name says which), each with its own
 //! chartreg process and Helm home folders.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 mod addons;
 #[path = "../common/mod.rs"]

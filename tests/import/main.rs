@@ -4,6 +4,8 @@
 //! `charts.yaml` beside it. Two "releases" share one chart version (pushed in each, so with
 //! two manifests). What is imported is served and pulled by Helm 3 and 4 with the source
 //! registry's manifest digests; `pack` merges charts into an imported repository and keeps it.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 mod bundles;
 #[path = "../common/mod.rs"]

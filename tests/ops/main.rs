@@ -1,5 +1,7 @@
 //! What operators rely on: health and readiness, Prometheus metrics, caching headers and
 //! conditional requests, request limits, and structured logs.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 mod app;
 #[path = "../common/mod.rs"]

@@ -8,6 +8,8 @@
 //!
 //! Every certificate is made by the test (rcgen, plus the `openssl` CLI for the key formats
 //! rcgen does not write), in its own temporary folder; every test runs its own chartreg.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -9,6 +9,8 @@
 //! in; `image --config` writes its image without compiling again. Bad input (no kit, a platform not built for) is refused with a message saying what to do.
 //!
 //! The cold compile takes about 3 minutes of two cores here; it runs beside the other tests.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 mod common;
 

@@ -13,7 +13,7 @@
 //!    binary serves the pages the kernel maps from its own file.
 //!
 //! Declaring an `extern` static and reading it is `unsafe`; that `unsafe` is in this macro's
-//! expansion only, so the crates that use it keep `#![forbid(unsafe_code)]` (the lint does not
+//! expansion only, so the crates that use it keep `unsafe_code` forbidden (the lint does not
 //! look into macros from other crates). It is sound because the build script writes the symbol
 //! and its size together: the object's section holds exactly `len` bytes under that name, the
 //! bytes never change (read-only section), and start-up checks them against the sha256 the
@@ -23,7 +23,6 @@
 //! after `.bss` so that GiBs of them never sit between code and the data it reaches with
 //! 32-bit PC-relative references; the table of linked files refers to them with 64-bit
 //! absolute addresses, which reach anywhere. See `build::link_args` (feature `build`).
-#![forbid(unsafe_code)]
 
 #[cfg(feature = "build")]
 pub mod build;

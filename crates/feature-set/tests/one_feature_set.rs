@@ -3,6 +3,8 @@
 //! once: every package in the tool's dependency tree, with the features the tool alone turns
 //! on, must appear with exactly those features in the workspace's resolution. Read with
 //! `cargo tree` (no compile), `--frozen` (the lock as it is, no network).
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -17,21 +17,9 @@
 //! Dependencies point one way: `cli` -> `serve` -> `listener` -> `http` -> `chartreg_core`;
 //! `http` -> `metrics`, `logging` (neither imports the other modules).
 //!
-//! No `unsafe` code is written here (`#![forbid(unsafe_code)]`); the one `unsafe` in the
+//! No `unsafe` code is written here (`[workspace.lints]` forbids it); the one `unsafe` in the
 //! binary is in the expansion of `chartreg_embed::linked_blob!` (see the binary's `src/main.rs`,
 //! the root package `chartreg-bin`).
-#![forbid(unsafe_code)]
-// Nothing a request or the content can reach may panic: no unwrap, expect, panic or
-// unchecked indexing outside tests.
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic
-    )
-)]
 
 pub mod addons;
 pub mod cli;

@@ -10,6 +10,8 @@
 //! used where its own behaviour matters ([`the_real_server_binary`]).
 //! Missing tools (skopeo, umoci) or `CHARTREG_STATIC_BIN` fail the test under `CI=true` and
 //! skip it elsewhere.
+// Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
+#![cfg(test)]
 
 use std::collections::BTreeMap;
 use std::fs;
