@@ -16,7 +16,7 @@ BIN = $(TARGET_DIR)/server/chartreg
 KIT_CACHE = $(TARGET_DIR)/kit-cache
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
-.PHONY: all assets assets-check build-tool build kit dist builder-image fetch image image-containerfile run test tools lint clean stress
+.PHONY: all assets assets-check build-tool build check kit dist builder-image fetch image image-containerfile run test tools lint clean stress
 
 # Every input of assets/ (charts, chart folders, image layouts), written down once.
 CONTENT ?= content.yaml
@@ -96,6 +96,17 @@ tools:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+
+# The inner loop: formatting, lints and the tests that run in process or on the two binaries
+# alone (every crate's unit tests; the API, operations, content and facts tests; pack's tests;
+# the feature-set check; the fuzz corpus replay). No network, no apt, no image, no Helm: a few
+# minutes when warm. `make test` is the full suite CI runs.
+CHECK_TESTS = --lib --test api --test ops --test content --test facts --test pack \
+	--test one_feature_set --test replay
+check: assets
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) test --release --workspace $(CHECK_TESTS)
 
 # Every test. Never rewrites committed files (see assets-check). The static server is compiled
 # once, by `make build` (the image, the dist and builder-image tests use it or the archive);
