@@ -4,8 +4,9 @@
 //! `main` parses arguments, runs one command, and reports how it went: a result line on stdout,
 //! or one [`Error`] on stderr naming the input (exit code 1; 2 for arguments clap refuses).
 //! Flags are read from the command line; `pack`'s `--config`, `--out` and `--prefix` also read
-//! `CHARTREG_PACK_CONFIG`, `CHARTREG_PACK_OUT` and `CHARTREG_PACK_PREFIX`, and `build`'s
-//! `--kit` and `--cache` read `CHARTREG_KIT` and `CHARTREG_CACHE`.
+//! `CHARTREG_PACK_CONFIG`, `CHARTREG_PACK_OUT` and `CHARTREG_PACK_PREFIX`; `build`'s and
+//! `image`'s `--kit` and `--cache` read `CHARTREG_KIT` and `CHARTREG_CACHE`; `image`'s `--out`,
+//! `--tag` and `--base` read `CHARTREG_IMAGE_OUT`, `CHARTREG_IMAGE_TAG` and `CHARTREG_IMAGE_BASE`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
