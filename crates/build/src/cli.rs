@@ -1,7 +1,12 @@
-//! The command line: `chartreg-build init`, `fetch`, `import-bundle`, `pack` and `build`.
+//! The command line: `chartreg-build init`, `fetch`, `import-bundle`, `pack`, `build` and
+//! `image`.
 //!
-//! `main` parses arguments (every flag also reads a `CHARTREG_*` variable), runs one command,
-//! and reports how it went: a result line on stdout, or one error on stderr naming the input.
+//! `main` parses arguments, runs one command, and reports how it went: a result line on stdout,
+//! or one [`Error`] on stderr naming the input (exit code 1; 2 for arguments clap refuses).
+//! Flags are read from the command line; `pack`'s `--config`, `--out` and `--prefix` also read
+//! `CHARTREG_PACK_CONFIG`, `CHARTREG_PACK_OUT` and `CHARTREG_PACK_PREFIX`; `build`'s and
+//! `image`'s `--kit` and `--cache` read `CHARTREG_KIT` and `CHARTREG_CACHE`; `image`'s `--out`,
+//! `--tag` and `--base` read `CHARTREG_IMAGE_OUT`, `CHARTREG_IMAGE_TAG` and `CHARTREG_IMAGE_BASE`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,7 +15,71 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::content_file::ContentFile;
-use crate::pack::{self, LayoutSpec, Report, Request};
+use crate::pack::{self, LayoutSpec, LayoutSpecError, Report, Request};
+
+/// Why a command failed: one variant per module that fails, the message made there, and the
+/// command's name put before it where the user reads which step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Pack(#[from] pack::PackError),
+    #[error(transparent)]
+    ContentFile(#[from] crate::content_file::Error),
+    /// The large causes are boxed: errors are rare, and small `Result`s keep the happy path
+    /// cheap.
+    #[error(transparent)]
+    Lock(Box<crate::lock::Error>),
+    #[error("init: {0}")]
+    Init(#[from] crate::init::Error),
+    #[error("build: {0}")]
+    Build(#[source] crate::compile::Error),
+    #[error("image: {0}")]
+    ImageBuild(#[source] crate::compile::Error),
+    #[error("image: {0}")]
+    ImageBinary(#[source] crate::image::command::BinaryError),
+    #[error("image: {0}")]
+    Image(#[from] crate::image::command::RunError),
+    #[error(
+        "fetch: give --helm-charts-file, --images-file, or both (or --lock FILE: the lists that lock was made from)"
+    )]
+    NoLists,
+    #[error(
+        "fetch: {} names no lists: give --helm-charts-file, --images-file, or both",
+        .0.display()
+    )]
+    LockNamesNoLists(PathBuf),
+    #[error(transparent)]
+    CaFile(#[from] crate::fetch::CaFileError),
+    #[error("fetch failed:\n{0}")]
+    Fetch(Box<crate::fetch::FetchError>),
+    #[error("import-bundle: {0}")]
+    Import(Box<crate::import::ImportError>),
+}
+
+impl From<crate::lock::Error> for Error {
+    fn from(e: crate::lock::Error) -> Self {
+        Error::Lock(Box::new(e))
+    }
+}
+
+impl From<crate::fetch::FetchError> for Error {
+    fn from(e: crate::fetch::FetchError) -> Self {
+        Error::Fetch(Box::new(e))
+    }
+}
+
+impl From<crate::import::ImportError> for Error {
+    fn from(e: crate::import::ImportError) -> Self {
+        Error::Import(Box::new(e))
+    }
+}
+
+impl Error {
+    /// The process's exit code for this error.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::FAILURE
+    }
+}
 
 /// Makes chartreg's content: Helm charts and OCI image layouts in, OCI image layouts out (run it
 /// on the build machine; the `chartreg` server embeds what it writes).
@@ -201,13 +270,14 @@ pub struct PackArgs {
     pub check: bool,
 }
 
-fn layout_spec(s: &str) -> Result<LayoutSpec, String> {
+/// `--layout`'s value parser (clap shows the error after the value it refuses).
+fn layout_spec(s: &str) -> Result<LayoutSpec, LayoutSpecError> {
     s.parse()
 }
 
 impl PackArgs {
     /// The request these arguments (and the content file, if any) make.
-    fn request(&self) -> Result<Request, String> {
+    fn request(&self) -> Result<Request, Error> {
         let mut charts = Vec::new();
         let mut layouts = Vec::new();
         let mut prefix = None;
@@ -283,15 +353,15 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("chartreg-build: {e}");
-            ExitCode::FAILURE
+            e.exit_code()
         }
     }
 }
 
-fn run_pack(args: &PackArgs) -> Result<(), String> {
+fn run_pack(args: &PackArgs) -> Result<(), Error> {
     let request = args.request()?;
     if args.check {
-        let report = pack::check(&request).map_err(|e| e.to_string())?;
+        let report = pack::check(&request)?;
         warn(&report);
         println!(
             "up to date: {} ({})",
@@ -300,7 +370,7 @@ fn run_pack(args: &PackArgs) -> Result<(), String> {
         );
         return Ok(());
     }
-    let report = pack::pack(&request).map_err(|e| e.to_string())?;
+    let report = pack::pack(&request)?;
     warn(&report);
     let what = match report.outcome() {
         chartreg_core::tree::Outcome::Written => "wrote",
@@ -316,8 +386,8 @@ fn run_pack(args: &PackArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn run_init(args: &InitArgs) -> Result<(), String> {
-    let report = crate::init::init(&args.dir).map_err(|e| format!("init: {e}"))?;
+fn run_init(args: &InitArgs) -> Result<(), Error> {
+    let report = crate::init::init(&args.dir)?;
     println!(
         "wrote {}: {}",
         report.dir.display(),
@@ -327,10 +397,10 @@ fn run_init(args: &InitArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn run_build(args: &BuildArgs) -> Result<(), String> {
-    let request = args.compile_request().map_err(|e| format!("build: {e}"))?;
+fn run_build(args: &BuildArgs) -> Result<(), Error> {
+    let request = args.compile_request().map_err(Error::Build)?;
     run_pack(&args.pack_args())?;
-    let report = crate::compile::compile(&request).map_err(|e| format!("build: {e}"))?;
+    let report = crate::compile::compile(&request).map_err(Error::Build)?;
     println!(
         "wrote {} (server for {}, kit {}, {}; {:.1} s, cache {})",
         report.out.display(),
@@ -345,7 +415,7 @@ fn run_build(args: &BuildArgs) -> Result<(), String> {
 
 /// `image`: with `--config`, the binaries are built first (`chartreg` beside the content file
 /// for one platform; `chartreg.OS-ARCH` for each of several), then written into the image.
-fn run_image(mut args: crate::image::command::ImageArgs) -> Result<(), String> {
+fn run_image(mut args: crate::image::command::ImageArgs) -> Result<(), Error> {
     if let Some(config) = args.config.clone() {
         let platforms = match args.platforms.as_slice() {
             [] => vec![None],
@@ -361,7 +431,7 @@ fn run_image(mut args: crate::image::command::ImageArgs) -> Result<(), String> {
                 cache: args.cache.clone(),
                 platform,
             };
-            let request = build.compile_request().map_err(|e| format!("image: {e}"))?;
+            let request = build.compile_request().map_err(Error::ImageBuild)?;
             let platform = request.target.platform();
             let out = if several {
                 let name = format!("chartreg.{}", platform.replace('/', "-"));
@@ -372,15 +442,15 @@ fn run_image(mut args: crate::image::command::ImageArgs) -> Result<(), String> {
             build.out = Some(out.clone());
             run_build(&build)?;
             let binary = format!("{platform}={}", out.display());
-            let parsed = crate::image::command::ImageArgs::binary(&binary)
-                .map_err(|e| format!("image: {e}"))?;
+            let parsed =
+                crate::image::command::ImageArgs::binary(&binary).map_err(Error::ImageBinary)?;
             args.binaries.push(parsed);
         }
     }
-    crate::image::command::run(&args).map_err(|e| format!("image: {e}"))
+    Ok(crate::image::command::run(&args)?)
 }
 
-fn run_fetch(args: &FetchArgs) -> Result<(), String> {
+fn run_fetch(args: &FetchArgs) -> Result<(), Error> {
     use crate::fetch;
     let given = args.helm_charts_file.as_ref().or(args.images_file.as_ref());
     let lock = match (&args.lock, given) {
@@ -389,32 +459,25 @@ fn run_fetch(args: &FetchArgs) -> Result<(), String> {
             .parent()
             .unwrap_or(std::path::Path::new(""))
             .join("chartreg.lock"),
-        (None, None) => {
-            return Err(
-                "fetch: give --helm-charts-file, --images-file, or both (or --lock FILE: the lists that lock was made from)"
-                    .into(),
-            );
-        }
+        (None, None) => return Err(Error::NoLists),
     };
     // No list given: the ones the lock was made from.
     let (charts_file, images_file) = if given.is_some() {
         (args.helm_charts_file.clone(), args.images_file.clone())
     } else {
+        // No lock names no lists: the error below says so.
         let lists = fetch::Lock::read(&lock)?
             .map(|l| l.lists)
             .unwrap_or_default();
         let resolve = |p: Option<String>| p.map(|p| crate::lock::resolved(&lock, &p));
         let lists = (resolve(lists.helm_charts_file), resolve(lists.images_file));
         if lists.0.is_none() && lists.1.is_none() {
-            return Err(format!(
-                "fetch: {} names no lists: give --helm-charts-file, --images-file, or both",
-                lock.display()
-            ));
+            return Err(Error::LockNamesNoLists(lock));
         }
         lists
     };
     let ca_pem = match &args.ca_file {
-        Some(path) => Some(fetch::Transport::read_ca_file(path).map_err(|e| e.to_string())?),
+        Some(path) => Some(fetch::Transport::read_ca_file(path)?),
         None => None,
     };
     let options = fetch::Options {
@@ -432,7 +495,7 @@ fn run_fetch(args: &FetchArgs) -> Result<(), String> {
         },
         parallel: args.parallel,
     };
-    let report = fetch::fetch(&options).map_err(|e| format!("fetch failed:\n{e}"))?;
+    let report = fetch::fetch(&options)?;
     let lock_state = if options.locked {
         "matches"
     } else if report.changes.is_empty() {
@@ -452,13 +515,13 @@ fn run_fetch(args: &FetchArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn run_import(args: &ImportArgs) -> Result<(), String> {
+fn run_import(args: &ImportArgs) -> Result<(), Error> {
     let options = crate::import::Options {
         bundles: args.bundles.clone(),
         out: args.out.clone(),
         prefix: args.prefix.clone(),
     };
-    let report = crate::import::import(&options).map_err(|e| format!("import-bundle: {e}"))?;
+    let report = crate::import::import(&options)?;
     let tags: usize = report.repositories.values().sum();
     println!(
         "imported {} repositories, {tags} tags into {} ({} written, {} unchanged)",

@@ -23,7 +23,29 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::pack::LayoutSpec;
+use crate::pack::{LayoutSpec, LayoutSpecError};
+
+/// Why the content file could not be taken; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Invalid YAML or an unknown key (serde_yaml names it and its line).
+    #[error("{}: {source}", path.display())]
+    Yaml {
+        path: PathBuf,
+        source: serde_yaml_ng::Error,
+    },
+    #[error("{}: layout {repository}: {source}", path.display())]
+    Layout {
+        path: PathBuf,
+        repository: String,
+        source: LayoutSpecError,
+    },
+}
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,10 +77,16 @@ pub struct Layout {
 
 impl ContentFile {
     /// Reads `path`; every path in it is made relative to the file's folder.
-    pub fn read(path: &Path) -> Result<ContentFile, String> {
-        let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<ContentFile, Error> {
+        let text = fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.to_owned(),
+            source,
+        })?;
         let mut file: ContentFile =
-            serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            serde_yaml_ng::from_str(&text).map_err(|source| Error::Yaml {
+                path: path.to_owned(),
+                source,
+            })?;
         let base = path.parent().unwrap_or(Path::new(""));
         if let Some(charts) = &mut file.charts {
             for from in &mut charts.from {
@@ -75,7 +103,7 @@ impl ContentFile {
     }
 
     /// The layouts as `--layout` would give them.
-    pub fn layout_specs(&self, path: &Path) -> Result<Vec<LayoutSpec>, String> {
+    pub fn layout_specs(&self, path: &Path) -> Result<Vec<LayoutSpec>, Error> {
         self.layouts
             .iter()
             .map(|l| {
@@ -85,7 +113,11 @@ impl ContentFile {
                 };
                 format!("{}={target}", l.from.display())
                     .parse()
-                    .map_err(|e| format!("{}: layout {}: {e}", path.display(), l.repository))
+                    .map_err(|source| Error::Layout {
+                        path: path.to_owned(),
+                        repository: l.repository.clone(),
+                        source,
+                    })
             })
             .collect()
     }
@@ -115,6 +147,7 @@ mod tests {
 
         fs::write(&path, "charts:\n  from: [charts]\n  prefx: x\n").unwrap();
         let e = ContentFile::read(&path).unwrap_err();
+        let e = e.to_string();
         assert!(e.contains("prefx") && e.contains("line 3"), "{e}");
     }
 }

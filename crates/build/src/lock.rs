@@ -13,10 +13,94 @@ use chartreg_core::oci::Digest;
 use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME};
 use serde::{Deserialize, Serialize};
 
-use crate::pack::LayoutSpec;
+use crate::pack::{LayoutSpec, LayoutSpecError};
 
 /// Changed whenever the lock's shape changes.
 pub const VERSION: u32 = 1;
+
+/// Why a lock could not be read, or does not pin what is on disk; each names the lock file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Yaml {
+        path: PathBuf,
+        source: serde_yaml_ng::Error,
+    },
+    #[error("{}: a lock of version {version}, not {VERSION}", path.display())]
+    Version { path: PathBuf, version: u32 },
+    #[error(
+        "{}: no such lock: run `chartreg-build fetch --helm-charts-file FILE --images-file FILE --lock {}` first",
+        path.display(),
+        path.display()
+    )]
+    Missing { path: PathBuf },
+    /// A file the lock pins is missing or other than pinned; the remedy depends on whether the
+    /// lock names the lists it was made from (`fetch --locked` then reads them).
+    #[error(
+        "{}: {what} {key}: {why}; run `chartreg-build fetch --locked --lock {}` {}",
+        path.display(),
+        path.display(),
+        if *names_lists { "to take what it pins" } else { "with the lists it was made from (`--helm-charts-file`, `--images-file`) to take what it pins" }
+    )]
+    Stale {
+        path: PathBuf,
+        /// `chart` or `image`.
+        what: &'static str,
+        key: String,
+        /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
+        why: Box<Stale>,
+        names_lists: bool,
+    },
+    #[error("{}: `{key}` is not REGISTRY/REPOSITORY:TAG", path.display())]
+    ImageKey { path: PathBuf, key: String },
+    #[error("{}: layout {layout} holds both {first} and {second}", path.display())]
+    LayoutTwice {
+        path: PathBuf,
+        layout: String,
+        first: String,
+        second: String,
+    },
+    #[error("{}: layout {layout}: {source}", path.display())]
+    Layout {
+        path: PathBuf,
+        layout: String,
+        source: LayoutSpecError,
+    },
+}
+
+/// How a pinned file differs from the lock.
+#[derive(Debug, thiserror::Error)]
+pub enum Stale {
+    #[error("{}: {source}", file.display())]
+    Unreadable {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", file.display())]
+    NotAnIndex {
+        file: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{} is {actual}, the lock pins sha256:{pinned}", file.display())]
+    Package {
+        file: PathBuf,
+        actual: Digest,
+        pinned: String,
+    },
+    #[error("{} tags it {tagged}, the lock pins {pinned}", layout.display())]
+    Tagged {
+        layout: PathBuf,
+        tagged: Digest,
+        pinned: String,
+    },
+    #[error("{} has no tag {tag}", layout.display())]
+    NoTag { layout: PathBuf, tag: String },
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -150,20 +234,26 @@ impl Lock {
     }
 
     /// The lock at `path`; `None` when there is none.
-    pub fn read(path: &Path) -> Result<Option<Lock>, String> {
+    pub fn read(path: &Path) -> Result<Option<Lock>, Error> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(source) => {
+                return Err(Error::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
         };
-        let lock: Lock =
-            serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let lock: Lock = serde_yaml_ng::from_str(&text).map_err(|source| Error::Yaml {
+            path: path.to_owned(),
+            source,
+        })?;
         if lock.version != VERSION {
-            return Err(format!(
-                "{}: a lock of version {}, not {VERSION}",
-                path.display(),
-                lock.version
-            ));
+            return Err(Error::Version {
+                path: path.to_owned(),
+                version: lock.version,
+            });
         }
         Ok(Some(lock))
     }
@@ -172,45 +262,35 @@ impl Lock {
     /// package, and each image layout as a repository named by its upstream path. Every file is
     /// checked against the lock first, so that a build serves exactly what was locked, or
     /// fails naming the entry; nothing here reaches the network.
-    pub fn pack_inputs(path: &Path) -> Result<(Vec<PathBuf>, Vec<LayoutSpec>), String> {
-        let lock = Lock::read(path)?.ok_or_else(|| {
-            format!(
-                "{}: no such lock: run `chartreg-build fetch --helm-charts-file FILE --images-file FILE --lock {}` first",
-                path.display(),
-                path.display()
-            )
+    pub fn pack_inputs(path: &Path) -> Result<(Vec<PathBuf>, Vec<LayoutSpec>), Error> {
+        let lock = Lock::read(path)?.ok_or_else(|| Error::Missing {
+            path: path.to_owned(),
         })?;
-        // fetch --locked --lock FILE reads the lists the lock names and writes each file where
-        // the lock records it, from whatever folder it runs in.
-        let remedy = if lock.lists.is_empty() {
-            format!(
-                "run `chartreg-build fetch --locked --lock {}` with the lists it was made from (`--helm-charts-file`, `--images-file`) to take what it pins",
-                path.display()
-            )
-        } else {
-            format!(
-                "run `chartreg-build fetch --locked --lock {}` to take what it pins",
-                path.display()
-            )
-        };
-        let stale = |what: &str, key: &str, why: String| {
-            format!("{}: {what} {key}: {why}; {remedy}", path.display())
+        let stale = |what: &'static str, key: &str, why: Stale| Error::Stale {
+            path: path.to_owned(),
+            what,
+            key: key.to_owned(),
+            why: Box::new(why),
+            names_lists: !lock.lists.is_empty(),
         };
         let mut charts = Vec::new();
         for (key, chart) in &lock.charts {
             let file = resolved(path, &chart.file);
-            let data = std::fs::read(&file)
-                .map_err(|e| stale("chart", key, format!("{}: {e}", file.display())))?;
+            let data = match std::fs::read(&file) {
+                Ok(data) => data,
+                Err(source) => return Err(stale("chart", key, Stale::Unreadable { file, source })),
+            };
             let actual = Digest::sha256_of(&data);
             if actual.encoded() != chart.sha256 {
+                let pinned = chart.sha256.clone();
                 return Err(stale(
                     "chart",
                     key,
-                    format!(
-                        "{} is {actual}, the lock pins sha256:{}",
-                        file.display(),
-                        chart.sha256
-                    ),
+                    Stale::Package {
+                        file,
+                        actual,
+                        pinned,
+                    },
                 ));
             }
             charts.push(file);
@@ -220,15 +300,20 @@ impl Lock {
             let (repository, tag) = key
                 .split_once('/')
                 .and_then(|(_, rest)| rest.rsplit_once(':'))
-                .ok_or_else(|| {
-                    format!("{}: `{key}` is not REGISTRY/REPOSITORY:TAG", path.display())
+                .ok_or_else(|| Error::ImageKey {
+                    path: path.to_owned(),
+                    key: key.clone(),
                 })?;
             let dir = resolved(path, &image.layout);
-            let index_path = dir.join(INDEX_FILE);
-            let index: ImageIndex = std::fs::read(&index_path)
-                .map_err(|e| e.to_string())
-                .and_then(|data| serde_json::from_slice(&data).map_err(|e| e.to_string()))
-                .map_err(|e| stale("image", key, format!("{}: {e}", index_path.display())))?;
+            let file = dir.join(INDEX_FILE);
+            let data = match std::fs::read(&file) {
+                Ok(data) => data,
+                Err(source) => return Err(stale("image", key, Stale::Unreadable { file, source })),
+            };
+            let index: ImageIndex = match serde_json::from_slice(&data) {
+                Ok(index) => index,
+                Err(source) => return Err(stale("image", key, Stale::NotAnIndex { file, source })),
+            };
             let tagged = index
                 .manifests
                 .iter()
@@ -236,32 +321,29 @@ impl Lock {
             match tagged {
                 Some(d) if d.digest.as_str() == image.digest => {}
                 Some(d) => {
-                    return Err(stale(
-                        "image",
-                        key,
-                        format!(
-                            "{} tags it {}, the lock pins {}",
-                            dir.display(),
-                            d.digest,
-                            image.digest
-                        ),
-                    ));
+                    let why = Stale::Tagged {
+                        layout: dir,
+                        tagged: d.digest.clone(),
+                        pinned: image.digest.clone(),
+                    };
+                    return Err(stale("image", key, why));
                 }
                 None => {
-                    return Err(stale(
-                        "image",
-                        key,
-                        format!("{} has no tag {tag}", dir.display()),
-                    ));
+                    let why = Stale::NoTag {
+                        layout: dir,
+                        tag: tag.to_owned(),
+                    };
+                    return Err(stale("image", key, why));
                 }
             }
             match layouts.insert(image.layout.as_str(), repository) {
                 Some(other) if other != repository => {
-                    return Err(format!(
-                        "{}: layout {} holds both {other} and {repository}",
-                        path.display(),
-                        image.layout
-                    ));
+                    return Err(Error::LayoutTwice {
+                        path: path.to_owned(),
+                        layout: image.layout.clone(),
+                        first: other.to_owned(),
+                        second: repository.to_owned(),
+                    });
                 }
                 _ => {}
             }
@@ -271,19 +353,23 @@ impl Lock {
             .map(|(layout, repository)| {
                 format!("{}={repository}", resolved(path, layout).display())
                     .parse()
-                    .map_err(|e| format!("{}: layout {layout}: {e}", path.display()))
+                    .map_err(|source| Error::Layout {
+                        path: path.to_owned(),
+                        layout: layout.to_owned(),
+                        source,
+                    })
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, Error>>()?;
         Ok((charts, specs))
     }
 
     /// The lock as it is written: a header comment, then sorted YAML.
-    pub fn to_text(&self) -> String {
-        let body = serde_yaml_ng::to_string(self).unwrap_or_default();
-        format!(
+    pub fn to_text(&self) -> Result<String, serde_yaml_ng::Error> {
+        let body = serde_yaml_ng::to_string(self)?;
+        Ok(format!(
             "# Written by chartreg-build fetch: what was fetched, pinned by digest. Review changes\n\
              # to it like code; `fetch --locked` refuses anything else.\n{body}"
-        )
+        ))
     }
 
     /// What changed from `before` to this lock, a line each.
@@ -371,12 +457,16 @@ mod tests {
         let mut lock = Lock::new();
         lock.charts
             .insert("a 1.0.0 from https://e.test".into(), chart("00"));
-        let text = lock.to_text();
+        let text = lock.to_text().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("chartreg.lock");
         std::fs::write(&path, &text).unwrap();
         assert_eq!(Lock::read(&path).unwrap(), Some(lock.clone()));
-        assert_eq!(lock.to_text(), text, "the same lock, the same bytes");
+        assert_eq!(
+            lock.to_text().unwrap(),
+            text,
+            "the same lock, the same bytes"
+        );
         let mut after = lock.clone();
         after
             .charts

@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub use kit::Kit;
-pub use toolchain::{Target, Toolchain};
+pub use toolchain::{Target, ToolFailure, Toolchain};
 
 /// Why a compile could not start or did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -38,11 +38,14 @@ pub enum Error {
         "{} does not run ({why}): compiling the server needs a Rust toolchain (cargo and rustc, 1.85 or later; https://rustup.rs, or the builder image), found on the PATH or named by $CARGO and $RUSTC",
         tool.display()
     )]
-    NoRust { tool: PathBuf, why: String },
+    NoRust { tool: PathBuf, why: ToolFailure },
     #[error(
         "the Rust standard library for {target} is not installed ({why}): `rustup target add {target}`"
     )]
-    NoStd { target: &'static str, why: String },
+    NoStd {
+        target: &'static str,
+        why: ToolFailure,
+    },
     #[error(
         "no C compiler `{}` to link the server ({why}): install it (Debian: apt-get install {packages})",
         cc.display()
@@ -50,7 +53,7 @@ pub enum Error {
     NoLinker {
         cc: PathBuf,
         packages: &'static str,
-        why: String,
+        why: ToolFailure,
     },
     #[error(
         "`{}` has no static C library (libc.a), which the statically linked server needs: install it (Debian: apt-get install {packages})",

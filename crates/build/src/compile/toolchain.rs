@@ -113,7 +113,7 @@ impl Toolchain {
         };
         let host = field("host:").ok_or_else(|| Error::NoRust {
             tool: rustc.clone(),
-            why: format!("`rustc -vV` printed no host: {verbose}"),
+            why: ToolFailure::NoHost(verbose.clone()),
         })?;
         let version = verbose.lines().next().unwrap_or_default().to_owned();
         Ok(Toolchain {
@@ -143,7 +143,7 @@ impl Toolchain {
         if !has_std {
             return Err(Error::NoStd {
                 target: target.triple(),
-                why: format!("{} holds no libstd", libdir.display()),
+                why: ToolFailure::NoLibstd(libdir),
             });
         }
         let cc = PathBuf::from(target.c_compiler(&self.host));
@@ -153,7 +153,8 @@ impl Toolchain {
             packages,
             why,
         })?;
-        // A compiler without the static C library prints the bare name back.
+        // A compiler without the static C library prints the bare name back; one that cannot
+        // answer (it ran a moment ago) is taken as one without it: the error names the library.
         let libc = run(&cc, &["-print-file-name=libc.a"]).unwrap_or_default();
         if !Path::new(libc.trim()).is_absolute() {
             return Err(Error::NoStaticLibc { cc, packages });
@@ -169,15 +170,34 @@ fn tool(var: &str, name: &str) -> PathBuf {
         .map_or_else(|| PathBuf::from(name), PathBuf::from)
 }
 
+/// Why a tool of the toolchain did not give what was asked of it.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolFailure {
+    #[error("{0}")]
+    Spawn(std::io::Error),
+    #[error("{status}: {stderr}")]
+    Status {
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+    #[error("`rustc -vV` printed no host: {0}")]
+    NoHost(String),
+    #[error("{} holds no libstd", .0.display())]
+    NoLibstd(PathBuf),
+}
+
 /// What `program args` printed on stdout, or why it could not run.
-fn run(program: &Path, args: &[&str]) -> Result<String, String> {
+fn run(program: &Path, args: &[&str]) -> Result<String, ToolFailure> {
     let out = Command::new(program)
         .args(args.iter().map(OsString::from))
         .output()
-        .map_err(|e| e.to_string())?;
+        .map_err(ToolFailure::Spawn)?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("{}: {}", out.status, stderr.trim()));
+        return Err(ToolFailure::Status {
+            status: out.status,
+            stderr: stderr.trim().to_owned(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

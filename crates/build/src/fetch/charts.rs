@@ -14,10 +14,6 @@ use super::lists::{ChartRepository, ChartSource, ChartsFile, ImagesFile};
 use super::transport::{Partial, Transport, existing_sha256, sha256_of_hex};
 use super::{LockedChart, Options, Problem, oci};
 
-/// What a chart of a repository whose index could not be read reports (the repository's
-/// failure is reported once).
-pub const INDEX_FAILED: &str = "the repository's index could not be read";
-
 /// A classic repository, set up from its entry in the charts file.
 pub fn repository(config: &ChartRepository, transport: &Transport) -> Result<Repository, Problem> {
     let url = config
@@ -65,7 +61,7 @@ pub async fn fetch(
             }
             _ => {
                 let Some((repo, index)) = indexes.get(repository) else {
-                    return Err(Problem::Invalid(INDEX_FAILED.into()));
+                    return Err(Problem::IndexFailed);
                 };
                 fetch_from_repository(repo, index, chart, version, options, pinned).await?
             }

@@ -89,17 +89,40 @@ pub struct Credentials {
     pub password: Option<String>,
 }
 
-/// A file read: its YAML decoded strictly, every error naming the file (and serde_yaml's line
-/// and column of the key).
-fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+/// Why a list could not be taken; each names the file or the entry.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Invalid YAML or an unknown key (serde_yaml names it, with its line and column).
+    #[error("{}: {source}", path.display())]
+    Yaml {
+        path: PathBuf,
+        source: serde_yaml_ng::Error,
+    },
+    #[error("`{0}`: expected oci://HOST/PATH/CHART:VERSION")]
+    OciUrl(String),
+}
+
+/// A file read: its YAML decoded strictly, every error naming the file.
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_yaml_ng::from_str(&text).map_err(|source| Error::Yaml {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 impl ChartsFile {
     /// Reads `path`. Local chart URLs stay as written (the lock keys them so, whatever folder
     /// fetch runs in) and are read relative to the file's folder ([`ChartsFile::local`]).
-    pub fn read(path: &Path) -> Result<ChartsFile, String> {
+    pub fn read(path: &Path) -> Result<ChartsFile, Error> {
         let mut file: ChartsFile = read(path)?;
         file.base = path.parent().unwrap_or(Path::new("")).to_owned();
         Ok(file)
@@ -112,7 +135,7 @@ impl ChartsFile {
 }
 
 /// Reads the images file at `path`.
-pub fn read_images(path: &Path) -> Result<ImagesFile, String> {
+pub fn read_images(path: &Path) -> Result<ImagesFile, Error> {
     read(path)
 }
 
@@ -169,7 +192,7 @@ impl ChartSource {
 }
 
 /// Every chart version the file asks for, in a stable order.
-pub fn chart_sources(file: &ChartsFile) -> Result<Vec<ChartSource>, String> {
+pub fn chart_sources(file: &ChartsFile) -> Result<Vec<ChartSource>, Error> {
     let mut sources = Vec::new();
     for (name, repository) in &file.repositories {
         for (chart, versions) in &repository.charts {
@@ -186,7 +209,7 @@ pub fn chart_sources(file: &ChartsFile) -> Result<Vec<ChartSource>, String> {
         if let Some(rest) = url.strip_prefix("oci://") {
             let (host, path) = rest
                 .split_once('/')
-                .ok_or_else(|| format!("`{url}`: expected oci://HOST/PATH/CHART:VERSION"))?;
+                .ok_or_else(|| Error::OciUrl(url.clone()))?;
             // No tag means `latest`, as mindthegap takes it.
             let (repository, tag) = match path.rsplit_once(':') {
                 Some((repository, tag)) if !tag.contains('/') => (repository, tag),
@@ -279,7 +302,7 @@ mod tests {
             "repositories:\n  x:\n    repoURL: https://e.test\n    chart: {}\n",
         )
         .unwrap();
-        let e = ChartsFile::read(&path).unwrap_err();
+        let e = ChartsFile::read(&path).unwrap_err().to_string();
         assert!(
             e.contains("unknown field `chart`") && e.contains("line 4"),
             "{e}"
@@ -291,7 +314,7 @@ mod tests {
             "quay.io:\n  images:\n    a/b: [v1, v2]\n  tlsverify: false\n",
         )
         .unwrap();
-        let e = read_images(&images).unwrap_err();
+        let e = read_images(&images).unwrap_err().to_string();
         assert!(e.contains("tlsverify") && e.contains("line 4"), "{e}");
     }
 }

@@ -32,7 +32,7 @@ use futures_util::StreamExt;
 
 pub use crate::lock::{Lock, LockedChart, LockedImage};
 use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
-pub use transport::Transport;
+pub use transport::{CaFileError, Transport};
 
 /// What went wrong with one entry.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -67,6 +67,15 @@ pub enum Problem {
     Io(String),
     #[error("the lock pins {locked}, the source now serves {now} (re-pushed upstream?)")]
     Repushed { locked: String, now: String },
+    /// The chart's classic repository has no index: its failure is reported once, for the
+    /// repository.
+    #[error("the repository's index could not be read")]
+    IndexFailed,
+    #[error("its referrers are now {}, the lock pins {}", now.join(", "), locked.join(", "))]
+    ReferrersChanged {
+        now: Vec<String>,
+        locked: Vec<String>,
+    },
 }
 
 /// A failure that may be worth trying again, or not.
@@ -76,10 +85,88 @@ pub enum Failure {
     Final(Problem),
 }
 
-/// Why a fetch failed: every entry that failed, each named.
+/// Why a fetch failed: a list or the lock that could not be taken, or every entry that
+/// failed, each named.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", .0.join("\n"))]
-pub struct FetchError(pub Vec<String>);
+pub enum FetchError {
+    #[error("cannot start: {0}")]
+    Start(std::io::Error),
+    #[error(transparent)]
+    Lists(#[from] lists::Error),
+    /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
+    #[error(transparent)]
+    Lock(Box<crate::lock::Error>),
+    #[error("{}: --locked, but there is no lock: run fetch without --locked first", .0.display())]
+    NoLock(PathBuf),
+    #[error("{}: {source}", path.display())]
+    LockText {
+        path: PathBuf,
+        source: serde_yaml_ng::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    WriteLock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Entries that failed, sorted by how they read.
+    #[error("{}", lines(.0))]
+    Entries(Vec<Failed>),
+    /// With `--locked`: entries the lists and the lock do not both hold.
+    #[error("{}\n(--locked: run fetch without --locked to update the lock)", lines(.0))]
+    Unlocked(Vec<Unlocked>),
+}
+
+impl From<crate::lock::Error> for FetchError {
+    fn from(e: crate::lock::Error) -> Self {
+        FetchError::Lock(Box::new(e))
+    }
+}
+
+fn lines(items: &[impl std::fmt::Display]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What an entry of the lists or the lock is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// A classic Helm repository, by its name in the list, and its URL.
+    Repository { name: String, url: String },
+    /// A chart, by its lock key.
+    Chart(String),
+    /// An image, `registry/repository:tag`.
+    Image(String),
+}
+
+impl std::fmt::Display for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Entry::Repository { name, url } => write!(f, "repository {name} ({url})"),
+            Entry::Chart(key) => write!(f, "chart {key}"),
+            Entry::Image(key) => write!(f, "image {key}"),
+        }
+    }
+}
+
+/// One entry that failed, and why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{entry}: {problem}")]
+pub struct Failed {
+    pub entry: Entry,
+    pub problem: Problem,
+}
+
+/// An entry only one of the lists and the lock holds.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unlocked {
+    #[error("{0}: in the list but not in the lock")]
+    NotLocked(Entry),
+    #[error("{0}: in the lock but not in the list")]
+    NotListed(Entry),
+}
 
 /// What `fetch` is asked.
 #[derive(Debug, Clone)]
@@ -129,35 +216,30 @@ pub struct Report {
 
 /// Runs the fetch `options` describe.
 pub fn fetch(options: &Options) -> Result<Report, FetchError> {
-    let one = |e: String| FetchError(vec![e]);
     // One crypto provider for rustls, chosen here (two in the tree would make it panic).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| one(format!("cannot start: {e}")))?;
+        .map_err(FetchError::Start)?;
     runtime.block_on(run(options))
 }
 
 async fn run(options: &Options) -> Result<Report, FetchError> {
-    let one = |e: String| FetchError(vec![e]);
     let charts_file = match &options.charts_file {
-        Some(path) => ChartsFile::read(path).map_err(one)?,
+        Some(path) => ChartsFile::read(path)?,
         None => ChartsFile::default(),
     };
     let images_file: ImagesFile = match &options.images_file {
-        Some(path) => lists::read_images(path).map_err(one)?,
+        Some(path) => lists::read_images(path)?,
         None => ImagesFile::default(),
     };
-    let chart_sources = lists::chart_sources(&charts_file).map_err(one)?;
+    let chart_sources = lists::chart_sources(&charts_file)?;
     let image_sources = lists::image_sources(&images_file);
-    let previous = Lock::read(&options.lock).map_err(one)?;
+    let previous = Lock::read(&options.lock)?;
     if options.locked {
         let Some(previous) = &previous else {
-            return Err(one(format!(
-                "{}: --locked, but there is no lock: run fetch without --locked first",
-                options.lock.display()
-            )));
+            return Err(FetchError::NoLock(options.lock.clone()));
         };
         check_lists(&charts_file, &chart_sources, &image_sources, previous)?;
     }
@@ -190,9 +272,21 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
                 Ok(index) => {
                     indexes.insert(name.clone(), (repo, index));
                 }
-                Err(p) => failures.push(format!("repository {name} ({}): {p}", config.repo_url)),
+                Err(problem) => failures.push(Failed {
+                    entry: Entry::Repository {
+                        name: name.clone(),
+                        url: config.repo_url.clone(),
+                    },
+                    problem,
+                }),
             },
-            Err(p) => failures.push(format!("repository {name} ({}): {p}", config.repo_url)),
+            Err(problem) => failures.push(Failed {
+                entry: Entry::Repository {
+                    name: name.clone(),
+                    url: config.repo_url.clone(),
+                },
+                problem,
+            }),
         }
     }
     let locked_charts = previous
@@ -223,8 +317,11 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
                 lock.charts.insert(key, locked);
             }
             // A repository whose index failed is reported once, above.
-            Err(Problem::Invalid(m)) if m == charts::INDEX_FAILED => {}
-            Err(p) => failures.push(format!("chart {key}: {p}")),
+            Err(Problem::IndexFailed) => {}
+            Err(problem) => failures.push(Failed {
+                entry: Entry::Chart(key),
+                problem,
+            }),
         }
     }
 
@@ -289,26 +386,21 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
                             .map(|tag| {
                                 let key = format!("{registry_host}/{repository}:{tag}");
                                 let locked = locked_images.and_then(|l| l.get(&key));
-                                let result = match copied.get(tag) {
+                                let result = match (copied.get(tag), locked) {
                                     // Locked, the signatures and SBOMs must be the lock's too.
-                                    Some(c)
-                                        if locked.is_some_and(|l| l.referrers != c.referrers) =>
-                                    {
-                                        Err(Problem::Invalid(format!(
-                                            "its referrers are now {}, the lock pins {}",
-                                            c.referrers.join(", "),
-                                            locked
-                                                .map(|l| l.referrers.join(", "))
-                                                .unwrap_or_default()
-                                        )))
+                                    (Some(c), Some(l)) if l.referrers != c.referrers => {
+                                        Err(Problem::ReferrersChanged {
+                                            now: c.referrers.clone(),
+                                            locked: l.referrers.clone(),
+                                        })
                                     }
-                                    Some(c) => Ok(LockedImage {
+                                    (Some(c), _) => Ok(LockedImage {
                                         digest: c.digest.clone(),
                                         platforms: c.platforms.clone(),
                                         referrers: c.referrers.clone(),
                                         layout: layout.clone(),
                                     }),
-                                    None => Err(Problem::NotFound),
+                                    (None, _) => Err(Problem::NotFound),
                                 };
                                 (key, result)
                             })
@@ -330,14 +422,17 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
             Ok(locked) => {
                 lock.images.insert(key, locked);
             }
-            Err(p) => failures.push(format!("image {key}: {p}")),
+            Err(problem) => failures.push(Failed {
+                entry: Entry::Image(key),
+                problem,
+            }),
         }
     }
     progress.done();
 
     if !failures.is_empty() {
-        failures.sort();
-        return Err(FetchError(failures));
+        failures.sort_by_cached_key(ToString::to_string);
+        return Err(FetchError::Entries(failures));
     }
     let report = Report {
         charts: lock.charts.len(),
@@ -350,7 +445,7 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         // Everything matched the lock: nothing to write.
         return Ok(report);
     }
-    write_lock(&options.lock, &lock).map_err(one)?;
+    write_lock(&options.lock, &lock)?;
     Ok(report)
 }
 
@@ -366,36 +461,42 @@ fn check_lists(
     let mut problems = Vec::new();
     for key in &asked_charts {
         if !lock.charts.contains_key(key) {
-            problems.push(format!("chart {key}: in the list but not in the lock"));
+            problems.push(Unlocked::NotLocked(Entry::Chart(key.clone())));
         }
     }
     for key in lock.charts.keys().filter(|k| !asked_charts.contains(k)) {
-        problems.push(format!("chart {key}: in the lock but not in the list"));
+        problems.push(Unlocked::NotListed(Entry::Chart(key.clone())));
     }
     for key in &asked_images {
         if !lock.images.contains_key(key) {
-            problems.push(format!("image {key}: in the list but not in the lock"));
+            problems.push(Unlocked::NotLocked(Entry::Image(key.clone())));
         }
     }
     for key in lock.images.keys().filter(|k| !asked_images.contains(k)) {
-        problems.push(format!("image {key}: in the lock but not in the list"));
+        problems.push(Unlocked::NotListed(Entry::Image(key.clone())));
     }
     if problems.is_empty() {
         Ok(())
     } else {
-        problems.push("(--locked: run fetch without --locked to update the lock)".into());
-        Err(FetchError(problems))
+        Err(FetchError::Unlocked(problems))
     }
 }
 
 /// Writes the lock through a temporary file.
-fn write_lock(path: &Path, lock: &Lock) -> Result<(), String> {
-    let text = lock.to_text();
+fn write_lock(path: &Path, lock: &Lock) -> Result<(), FetchError> {
+    let text = lock.to_text().map_err(|source| FetchError::LockText {
+        path: path.to_owned(),
+        source,
+    })?;
+    // A lock that cannot be read back is written again.
     if std::fs::read_to_string(path).ok().as_deref() == Some(text.as_str()) {
         return Ok(());
     }
     let staged = path.with_extension("lock.new");
     std::fs::write(&staged, &text)
         .and_then(|()| std::fs::rename(&staged, path))
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|source| FetchError::WriteLock {
+            path: path.to_owned(),
+            source,
+        })
 }

@@ -108,6 +108,26 @@ pub enum RunError {
     TagFile { path: PathBuf, source: io::Error },
 }
 
+/// Why a `--binary` value is not `[OS/ARCH[/VARIANT]=]FILE`.
+#[derive(Debug, thiserror::Error)]
+pub enum BinaryError {
+    #[error(transparent)]
+    Platform(Error),
+    #[error("this machine is no Linux platform an image names: give OS/ARCH={0}")]
+    NoHostPlatform(String),
+    #[error("`{0}` names no file")]
+    NoFile(String),
+}
+
+/// Why a `--label` value is not `KEY=VALUE`.
+#[derive(Debug, thiserror::Error)]
+pub enum LabelError {
+    #[error("`{0}` is not KEY=VALUE")]
+    NotKeyValue(String),
+    #[error("`{0}` is not a label key (not empty, no spaces)")]
+    Key(String),
+}
+
 /// Operating systems an image platform can name (Go's GOOS values): text before `=` starting
 /// with one and `/` is a platform.
 const SYSTEMS: &[&str] = &[
@@ -130,22 +150,20 @@ const SYSTEMS: &[&str] = &[
 
 /// `[OS/ARCH[/VARIANT]=]FILE`: text before the first `=` is a platform when it starts with an
 /// OS and `/` (any case, so that `Linux/amd64=...` is refused rather than taken as a path).
-fn binary_arg(text: &str) -> Result<Binary, String> {
+fn binary_arg(text: &str) -> Result<Binary, BinaryError> {
     let platform_text = text.split_once('=').filter(|(p, _)| {
         p.split_once('/')
             .is_some_and(|(os, _)| SYSTEMS.contains(&os.to_ascii_lowercase().as_str()))
     });
     let (platform, path) = match platform_text {
-        Some((p, path)) => (parse_platform(p).map_err(|e| e.to_string())?, path),
+        Some((p, path)) => (parse_platform(p).map_err(BinaryError::Platform)?, path),
         None => (
-            host_platform().ok_or_else(|| {
-                format!("this machine is no Linux platform an image names: give OS/ARCH={text}")
-            })?,
+            host_platform().ok_or_else(|| BinaryError::NoHostPlatform(text.to_owned()))?,
             text,
         ),
     };
     if path.is_empty() {
-        return Err(format!("`{text}` names no file"));
+        return Err(BinaryError::NoFile(text.to_owned()));
     }
     Ok(Binary {
         platform,
@@ -153,17 +171,17 @@ fn binary_arg(text: &str) -> Result<Binary, String> {
     })
 }
 
-fn base_arg(text: &str) -> Result<BaseSpec, String> {
-    BaseSpec::parse(text).map_err(|e| e.to_string())
+fn base_arg(text: &str) -> Result<BaseSpec, Error> {
+    BaseSpec::parse(text)
 }
 
 /// `KEY=VALUE`, the key not empty and without spaces.
-fn label_arg(text: &str) -> Result<(String, String), String> {
+fn label_arg(text: &str) -> Result<(String, String), LabelError> {
     let (key, value) = text
         .split_once('=')
-        .ok_or_else(|| format!("`{text}` is not KEY=VALUE"))?;
+        .ok_or_else(|| LabelError::NotKeyValue(text.to_owned()))?;
     if key.is_empty() || key.chars().any(char::is_whitespace) {
-        return Err(format!("`{key}` is not a label key (not empty, no spaces)"));
+        return Err(LabelError::Key(key.to_owned()));
     }
     Ok((key.to_owned(), value.to_owned()))
 }
@@ -235,7 +253,7 @@ fn tag(given: Option<&Tag>, content: &Digest) -> Result<Tag, RunError> {
 
 impl ImageArgs {
     /// A binary as `--binary` takes it, `[OS/ARCH[/VARIANT]=]FILE`.
-    pub fn binary(text: &str) -> Result<Binary, String> {
+    pub fn binary(text: &str) -> Result<Binary, BinaryError> {
         binary_arg(text)
     }
 
@@ -328,7 +346,7 @@ mod tests {
                 assert_eq!(b.platform.to_string(), platform);
                 assert_eq!(b.path, PathBuf::from(path));
             }
-            (Err(e), Err(words)) => assert!(e.contains(words), "{e}"),
+            (Err(e), Err(words)) => assert!(e.to_string().contains(words), "{e}"),
             (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
         }
     }
@@ -365,7 +383,7 @@ mod tests {
     fn labels(#[case] text: &str, #[case] expected: Result<(&str, &str), &str>) {
         match (label_arg(text), expected) {
             (Ok((k, v)), Ok((key, value))) => assert_eq!((k.as_str(), v.as_str()), (key, value)),
-            (Err(e), Err(words)) => assert!(e.contains(words), "{e}"),
+            (Err(e), Err(words)) => assert!(e.to_string().contains(words), "{e}"),
             (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
         }
     }

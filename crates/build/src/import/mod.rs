@@ -18,14 +18,15 @@
 pub mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use chartreg_core::oci::layout::REF_NAME;
-use chartreg_core::oci::{Digest, RepositoryName, Tag};
+use chartreg_core::oci::{Digest, RepositoryName, Tag, TagError};
 use chartreg_core::tree::{self, Outcome};
 
 use crate::pack::imported::{self, Imported};
-use crate::pack::{Owner, Record};
+use crate::pack::{Owner, Record, RecordError};
 use storage::{Bundle, Staging};
 
 /// The staging folder's name inside the output folder (on its file system, for hard links).
@@ -34,18 +35,64 @@ const STAGING: &str = ".chartreg-import";
 /// Why an import failed; nothing of a failed import's repositories was changed.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    #[error("{}: give one or more bundles (mindthegap's bundle.tar) to import", out.display())]
+    NoBundles { out: PathBuf },
     #[error("{}: {why}", bundle.display())]
-    Bundle { bundle: PathBuf, why: String },
+    Bundle {
+        bundle: PathBuf,
+        why: storage::BundleProblem,
+    },
     #[error("{}: entry `{entry}` {why}", bundle.display())]
     Entry {
         bundle: PathBuf,
         entry: String,
-        why: String,
+        why: Box<storage::EntryProblem>,
     },
     #[error("{repository}: {why}")]
-    Repository { repository: String, why: String },
-    #[error("{}: {why}", path.display())]
-    Output { path: PathBuf, why: String },
+    Repository {
+        repository: String,
+        why: Box<RepositoryProblem>,
+    },
+    #[error("{}: {source}", path.display())]
+    Output { path: PathBuf, source: io::Error },
+    #[error("{}: {source}", out.display())]
+    Record { out: PathBuf, source: RecordError },
+}
+
+/// Why one repository could not be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum RepositoryProblem {
+    #[error("{} exists and was not written by pack or import-bundle; move it away first", .0.display())]
+    NotOwned(PathBuf),
+    #[error("{}: tag `{tag}`: {source}", bundle.display())]
+    Tag {
+        bundle: PathBuf,
+        tag: String,
+        source: TagError,
+    },
+    #[error("tag {tag}: {source}")]
+    Tagged {
+        tag: String,
+        source: imported::Error,
+    },
+    #[error("{0}")]
+    Untagged(imported::Error),
+    #[error(
+        "tag {tag} holds other layers in {} ({first}) than in {} ({second}); remove one of them",
+        first_bundle.display(),
+        second_bundle.display()
+    )]
+    OtherLayers {
+        tag: String,
+        first_bundle: PathBuf,
+        first: Digest,
+        second_bundle: PathBuf,
+        second: Digest,
+    },
+    #[error("revision {digest}: {source}")]
+    Revision { digest: Digest, source: io::Error },
+    #[error("{0}")]
+    Write(tree::WriteError),
 }
 
 /// What one run imports, and where.
@@ -80,22 +127,21 @@ struct Merging {
 /// `chartreg-build import-bundle`.
 pub fn import(options: &Options) -> Result<Report, ImportError> {
     if options.bundles.is_empty() {
-        return Err(ImportError::Output {
-            path: options.out.clone(),
-            why: "give one or more bundles (mindthegap's bundle.tar) to import".into(),
+        return Err(ImportError::NoBundles {
+            out: options.out.clone(),
         });
     }
     let out = &options.out;
-    let output_error = |path: &Path| {
-        let path = path.to_owned();
-        move |why: String| ImportError::Output {
-            path: path.clone(),
-            why,
-        }
+    let output_error = |source: io::Error| ImportError::Output {
+        path: out.clone(),
+        source,
     };
-    std::fs::create_dir_all(out).map_err(|e| output_error(out)(e.to_string()))?;
-    let mut staging =
-        Staging::new(out.join(STAGING)).map_err(|e| output_error(out)(e.to_string()))?;
+    let record_error = |source: RecordError| ImportError::Record {
+        out: out.clone(),
+        source,
+    };
+    std::fs::create_dir_all(out).map_err(output_error)?;
+    let mut staging = Staging::new(out.join(STAGING)).map_err(output_error)?;
     let mut bundles = Vec::new();
     for path in &options.bundles {
         bundles.push(storage::read(path, &mut staging)?);
@@ -103,31 +149,32 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
     let mut report = Report::default();
     let merged = merge(&bundles, &staging, &mut report.notes)?;
 
-    let mut record = Record::load(out, &options.prefix).map_err(output_error(out))?;
+    let mut record = Record::load(out, &options.prefix).map_err(record_error)?;
     for name in merged.keys() {
         let name = name.as_str();
         let known = record.repositories.contains_key(name) || record.imported.contains_key(name);
         if !known && out.join(name).exists() {
             return Err(ImportError::Repository {
                 repository: name.to_owned(),
-                why: format!(
-                    "{} exists and was not written by pack or import-bundle; move it away first",
-                    out.join(name).display()
-                ),
+                why: Box::new(RepositoryProblem::NotOwned(out.join(name))),
             });
         }
     }
     for (name, merging) in &merged {
         let name = name.as_str();
-        let repository_error = |why: String| ImportError::Repository {
+        let repository_error = |why: RepositoryProblem| ImportError::Repository {
             repository: name.to_owned(),
-            why,
+            why: Box::new(why),
         };
         let mut files = BTreeMap::new();
         let mut manifests = Vec::new();
         for (tag, (digest, _)) in &merging.tags {
-            let mut d = imported::walk(&staging.blobs, digest, &mut files)
-                .map_err(|e| repository_error(format!("tag {tag}: {e}")))?;
+            let mut d = imported::walk(&staging.blobs, digest, &mut files).map_err(|source| {
+                repository_error(RepositoryProblem::Tagged {
+                    tag: tag.clone(),
+                    source,
+                })
+            })?;
             d.annotations.insert(REF_NAME.to_owned(), tag.clone());
             manifests.push(d);
         }
@@ -136,11 +183,14 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
                 continue;
             }
             manifests.push(
-                imported::walk(&staging.blobs, digest, &mut files).map_err(repository_error)?,
+                imported::walk(&staging.blobs, digest, &mut files)
+                    .map_err(|e| repository_error(RepositoryProblem::Untagged(e)))?,
             );
         }
         let tree = imported::layout_tree(name, &manifests, files, true);
-        match tree::replace(&tree, out, name).map_err(|e| repository_error(e.to_string()))? {
+        match tree::replace(&tree, out, name)
+            .map_err(|e| repository_error(RepositoryProblem::Write(e)))?
+        {
             Outcome::Written => report.written.push(name.to_owned()),
             Outcome::Unchanged => report.unchanged += 1,
         }
@@ -165,7 +215,7 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
             },
         );
         // Written after each repository, so that a later failure leaves none unrecorded.
-        record.save(out).map_err(output_error(out))?;
+        record.save(out).map_err(record_error)?;
     }
     Ok(report)
 }
@@ -187,18 +237,19 @@ fn merge(
     let mut merged: BTreeMap<RepositoryName, Merging> = BTreeMap::new();
     for (i, bundle) in bundles.iter().enumerate() {
         for (name, stored) in &bundle.repositories {
-            let repository_error = |why: String| ImportError::Repository {
+            let repository_error = |why: RepositoryProblem| ImportError::Repository {
                 repository: name.as_str().to_owned(),
-                why,
+                why: Box::new(why),
             };
             let merging = merged.entry(name.clone()).or_default();
             merging.bundles.insert(i);
             for (tag, digest) in &stored.tags {
-                if let Err(e) = tag.parse::<Tag>() {
-                    return Err(repository_error(format!(
-                        "{}: tag `{tag}`: {e}",
-                        bundle.path.display()
-                    )));
+                if let Err(source) = tag.parse::<Tag>() {
+                    return Err(repository_error(RepositoryProblem::Tag {
+                        bundle: bundle.path.clone(),
+                        tag: tag.clone(),
+                        source,
+                    }));
                 }
                 let Some((first, by)) = merging.tags.get(tag) else {
                     merging.tags.insert(tag.clone(), (digest.clone(), i));
@@ -208,16 +259,22 @@ fn merge(
                     continue;
                 }
                 let content = |d: &Digest| {
-                    imported::content_of(&staging.blobs, d)
-                        .map_err(|e| repository_error(format!("tag {tag}: {e}")))
+                    imported::content_of(&staging.blobs, d).map_err(|source| {
+                        repository_error(RepositoryProblem::Tagged {
+                            tag: tag.clone(),
+                            source,
+                        })
+                    })
                 };
                 let (a, b) = (&bundles[*by].path, &bundle.path);
                 if content(first)? != content(digest)? {
-                    return Err(repository_error(format!(
-                        "tag {tag} holds other layers in {} ({first}) than in {} ({digest}); remove one of them",
-                        a.display(),
-                        b.display()
-                    )));
+                    return Err(repository_error(RepositoryProblem::OtherLayers {
+                        tag: tag.clone(),
+                        first_bundle: a.clone(),
+                        first: first.clone(),
+                        second_bundle: b.clone(),
+                        second: digest.clone(),
+                    }));
                 }
                 notes.push(format!(
                     "{}:{tag}: {} and {} hold the same layers in two manifests (pushed twice); \
@@ -229,8 +286,15 @@ fn merge(
                 merging.untagged.insert(digest.clone());
             }
             for digest in &stored.revisions {
-                let subject = staging
-                    .read(digest)
+                let data = staging.read(digest).map_err(|source| {
+                    repository_error(RepositoryProblem::Revision {
+                        digest: digest.clone(),
+                        source,
+                    })
+                })?;
+                // A revision that is not JSON is no manifest, so no referrer: it stays behind
+                // with the other untagged revisions.
+                let subject = data
                     .and_then(|data| serde_json::from_slice::<serde_json::Value>(&data).ok())
                     .is_some_and(|v| v.get("subject").is_some());
                 if subject {

@@ -16,7 +16,7 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 
-use chartreg_core::oci::{Digest, RepositoryName};
+use chartreg_core::oci::{Digest, DigestError, NameError, RepositoryName};
 use chartreg_core::tree::{BlobFile, Side, copy_hashing};
 
 use super::ImportError;
@@ -24,6 +24,61 @@ use super::ImportError;
 const ROOT: &str = "docker/registry/v2/";
 /// A link file is `sha256:` and 64 hex digits; anything much longer is not one.
 const MAX_LINK: u64 = 1024;
+
+/// Why a bundle as a whole could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleProblem {
+    #[error("{0}")]
+    Open(io::Error),
+    #[error("not a tar archive: {0}")]
+    NotTar(io::Error),
+    #[error("not a readable tar archive (mindthegap bundles are uncompressed): {0}")]
+    Unreadable(io::Error),
+    #[error("holds no `{ROOT}` storage: not a mindthegap bundle")]
+    NoStorage,
+    #[error("repository `{name}`: {source}")]
+    RepositoryName { name: String, source: NameError },
+}
+
+/// Why one entry of a bundle is not part of it, or could not be taken (shown after the
+/// entry's name).
+#[derive(Debug, thiserror::Error)]
+pub enum EntryProblem {
+    #[error("is not a plain relative path")]
+    NotPlain,
+    #[error("is not part of a mindthegap bundle (`{ROOT}...`, charts.yaml, images.yaml)")]
+    NotInBundle,
+    #[error("is not stored under {0}")]
+    NotUnder(String),
+    #[error("is not in a repository's `_manifests`, `_layers` or `_uploads`")]
+    NotInRepository,
+    #[error("names no repository")]
+    NoRepository,
+    #[error("is not a storage file this reader knows")]
+    Unknown,
+    #[error("names no sha256 digest: {0}")]
+    NoDigest(DigestError),
+    #[error("is a {0:?} entry; a bundle holds only files and folders")]
+    Kind(tar::EntryType),
+    #[error("is not a link file: {0}")]
+    NotLinkText(io::Error),
+    #[error("is not a link file (`sha256:<hex>`): {0}")]
+    NotLink(DigestError),
+    #[error("links {linked}, not the {digest} its path names")]
+    LinksOther {
+        linked: Box<Digest>,
+        digest: Box<Digest>,
+    },
+    #[error("{0}")]
+    Read(io::Error),
+    #[error("{}: {source}", path.display())]
+    Stage { path: PathBuf, source: io::Error },
+    #[error("has digest {actual}, not the {expected} it is stored under")]
+    Digest {
+        actual: Box<Digest>,
+        expected: Box<Digest>,
+    },
+}
 
 /// One repository of a bundle, as its storage names it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,14 +115,18 @@ impl Staging {
         })
     }
 
-    /// A blob's bytes (manifests and configs: small).
-    pub fn read(&self, digest: &Digest) -> Option<Vec<u8>> {
-        fs::read(&self.blobs.get(digest)?.path).ok()
+    /// A staged blob's bytes (manifests and configs: small); `None` when it is not staged.
+    pub fn read(&self, digest: &Digest) -> io::Result<Option<Vec<u8>>> {
+        match self.blobs.get(digest) {
+            Some(file) => fs::read(&file.path).map(Some),
+            None => Ok(None),
+        }
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
+        // Nothing is left to report to: a folder that stays is removed by the next import.
         let _ = fs::remove_dir_all(&self.dir);
     }
 }
@@ -91,41 +150,35 @@ enum Part {
 
 /// Reads the bundle at `path` once, staging its blobs.
 pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
-    let bundle_error = |entry: &str, why: String| ImportError::Entry {
+    let bundle_error = |why: BundleProblem| ImportError::Bundle {
         bundle: path.to_owned(),
-        entry: entry.to_owned(),
         why,
     };
-    let file = fs::File::open(path).map_err(|e| ImportError::Bundle {
+    let entry_error = |entry: &str, why: EntryProblem| ImportError::Entry {
         bundle: path.to_owned(),
-        why: e.to_string(),
-    })?;
+        entry: entry.to_owned(),
+        why: Box::new(why),
+    };
+    let file = fs::File::open(path).map_err(|e| bundle_error(BundleProblem::Open(e)))?;
     let mut archive = tar::Archive::new(io::BufReader::new(file));
-    let entries = archive.entries().map_err(|e| ImportError::Bundle {
-        bundle: path.to_owned(),
-        why: format!("not a tar archive: {e}"),
-    })?;
+    let entries = archive
+        .entries()
+        .map_err(|e| bundle_error(BundleProblem::NotTar(e)))?;
     let mut found: BTreeMap<String, StoredRepository> = BTreeMap::new();
     let mut saw_storage = false;
     for entry in entries {
-        let mut entry = entry.map_err(|e| ImportError::Bundle {
-            bundle: path.to_owned(),
-            why: format!("not a readable tar archive (mindthegap bundles are uncompressed): {e}"),
-        })?;
+        let mut entry = entry.map_err(|e| bundle_error(BundleProblem::Unreadable(e)))?;
         let raw = entry.path_bytes().into_owned();
         let name = String::from_utf8_lossy(&raw).into_owned();
         let kind = entry.header().entry_type();
         let part = if kind.is_dir() {
             Part::Skipped
         } else if kind.is_file() {
-            classify(&name).map_err(|why| bundle_error(&name, why))?
+            classify(&name).map_err(|why| entry_error(&name, why))?
         } else if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
             Part::Skipped
         } else {
-            return Err(bundle_error(
-                &name,
-                format!("is a {kind:?} entry; a bundle holds only files and folders"),
-            ));
+            return Err(entry_error(&name, EntryProblem::Kind(kind)));
         };
         saw_storage |= part != Part::Skipped;
         match part {
@@ -133,15 +186,15 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
             Part::Blob(digest) => {
                 if staging.blobs.contains_key(&digest) {
                     io::copy(&mut entry, &mut io::sink())
-                        .map_err(|e| bundle_error(&name, e.to_string()))?;
+                        .map_err(|e| entry_error(&name, EntryProblem::Read(e)))?;
                     continue;
                 }
                 let blob = stage(&mut entry, &digest, &staging.dir)
-                    .map_err(|why| bundle_error(&name, why))?;
+                    .map_err(|why| entry_error(&name, why))?;
                 staging.blobs.insert(digest, blob);
             }
             Part::Tag { repository, tag } => {
-                let digest = link(&mut entry).map_err(|why| bundle_error(&name, why))?;
+                let digest = link(&mut entry).map_err(|why| entry_error(&name, why))?;
                 found
                     .entry(repository)
                     .or_default()
@@ -149,11 +202,14 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
                     .insert(tag, digest);
             }
             Part::Revision { repository, digest } => {
-                let linked = link(&mut entry).map_err(|why| bundle_error(&name, why))?;
+                let linked = link(&mut entry).map_err(|why| entry_error(&name, why))?;
                 if linked != digest {
-                    return Err(bundle_error(
+                    return Err(entry_error(
                         &name,
-                        format!("links {linked}, not the {digest} its path names"),
+                        EntryProblem::LinksOther {
+                            linked: Box::new(linked),
+                            digest: Box::new(digest),
+                        },
                     ));
                 }
                 found
@@ -165,19 +221,16 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
         }
     }
     if !saw_storage {
-        return Err(ImportError::Bundle {
-            bundle: path.to_owned(),
-            why: format!("holds no `{ROOT}` storage: not a mindthegap bundle"),
-        });
+        return Err(bundle_error(BundleProblem::NoStorage));
     }
     let mut repositories = BTreeMap::new();
     for (name, repository) in found {
-        let parsed = name
-            .parse::<RepositoryName>()
-            .map_err(|e| ImportError::Bundle {
-                bundle: path.to_owned(),
-                why: format!("repository `{name}`: {e}"),
-            })?;
+        let parsed = name.parse::<RepositoryName>().map_err(|source| {
+            bundle_error(BundleProblem::RepositoryName {
+                name: name.clone(),
+                source,
+            })
+        })?;
         repositories.insert(parsed, repository);
     }
     Ok(Bundle {
@@ -187,40 +240,36 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
 }
 
 /// What the tar entry `name` is; an error says why it is not part of a bundle.
-fn classify(name: &str) -> Result<Part, String> {
+fn classify(name: &str) -> Result<Part, EntryProblem> {
     let clean = name.strip_prefix("./").unwrap_or(name);
     if Path::new(clean)
         .components()
         .any(|c| !matches!(c, Component::Normal(_)))
     {
-        return Err("is not a plain relative path".into());
+        return Err(EntryProblem::NotPlain);
     }
     if matches!(clean, "charts.yaml" | "images.yaml") {
         return Ok(Part::Skipped);
     }
     let Some(rest) = clean.strip_prefix(ROOT) else {
-        return Err(format!(
-            "is not part of a mindthegap bundle (`{ROOT}...`, charts.yaml, images.yaml)"
-        ));
+        return Err(EntryProblem::NotInBundle);
     };
     let parts: Vec<&str> = rest.split('/').collect();
     match parts.as_slice() {
         ["blobs", "sha256", prefix, hex, "data"] => {
             let digest = sha256_digest(hex)?;
             if !hex.starts_with(prefix) || prefix.len() != 2 {
-                return Err(format!("is not stored under {}", &hex[..2]));
+                return Err(EntryProblem::NotUnder(hex[..2].to_owned()));
             }
             Ok(Part::Blob(digest))
         }
         ["repositories", rest @ ..] => {
             let Some(at) = rest.iter().position(|p| p.starts_with('_')) else {
-                return Err(
-                    "is not in a repository's `_manifests`, `_layers` or `_uploads`".into(),
-                );
+                return Err(EntryProblem::NotInRepository);
             };
             let repository = rest[..at].join("/");
             if repository.is_empty() {
-                return Err("names no repository".into());
+                return Err(EntryProblem::NoRepository);
             }
             match &rest[at..] {
                 ["_manifests", "tags", tag, "current", "link"] => Ok(Part::Tag {
@@ -234,47 +283,52 @@ fn classify(name: &str) -> Result<Part, String> {
                 }),
                 ["_layers", "sha256", _, "link"] => Ok(Part::Skipped),
                 ["_uploads", ..] => Ok(Part::Skipped),
-                _ => Err("is not a storage file this reader knows".into()),
+                _ => Err(EntryProblem::Unknown),
             }
         }
-        _ => Err("is not a storage file this reader knows".into()),
+        _ => Err(EntryProblem::Unknown),
     }
 }
 
-fn sha256_digest(hex: &str) -> Result<Digest, String> {
+fn sha256_digest(hex: &str) -> Result<Digest, EntryProblem> {
     format!("sha256:{hex}")
         .parse::<Digest>()
-        .map_err(|e| format!("names no sha256 digest: {e}"))
+        .map_err(EntryProblem::NoDigest)
 }
 
 /// A link file's digest (exactly `sha256:<hex>`).
-fn link(entry: &mut impl Read) -> Result<Digest, String> {
+fn link(entry: &mut impl Read) -> Result<Digest, EntryProblem> {
     let mut text = String::new();
     entry
         .take(MAX_LINK)
         .read_to_string(&mut text)
-        .map_err(|e| format!("is not a link file: {e}"))?;
+        .map_err(EntryProblem::NotLinkText)?;
     text.trim_end()
         .parse::<Digest>()
-        .map_err(|e| format!("is not a link file (`sha256:<hex>`): {e}"))
+        .map_err(EntryProblem::NotLink)
 }
 
 /// Streams a blob into the staging folder, checking that its bytes have its digest.
-fn stage(entry: &mut impl Read, digest: &Digest, dir: &Path) -> Result<BlobFile, String> {
+fn stage(entry: &mut impl Read, digest: &Digest, dir: &Path) -> Result<BlobFile, EntryProblem> {
     let path = dir.join(digest.encoded());
-    let written = |e: io::Error| format!("{}: {e}", path.display());
+    let written = |source: io::Error| EntryProblem::Stage {
+        path: path.clone(),
+        source,
+    };
     let mut sink = io::BufWriter::new(fs::File::create(&path).map_err(written)?);
     let (size, sha256) = copy_hashing(entry, &mut sink).map_err(|(side, e)| match side {
-        Side::Reading => e.to_string(),
+        Side::Reading => EntryProblem::Read(e),
         Side::Writing => written(e),
     })?;
     sink.flush().map_err(written)?;
     let actual = Digest::from_sha256(sha256);
     if actual != *digest {
+        // The refusal is what matters; a staged file left behind goes with the staging folder.
         let _ = fs::remove_file(&path);
-        return Err(format!(
-            "has digest {actual}, not the {digest} it is stored under"
-        ));
+        return Err(EntryProblem::Digest {
+            actual: Box::new(actual),
+            expected: Box::new(digest.clone()),
+        });
     }
     Ok(BlobFile {
         path,
@@ -314,7 +368,7 @@ mod tests {
     #[case::charts("charts.yaml".into(), Part::Skipped)]
     #[case::images("./images.yaml".into(), Part::Skipped)]
     fn storage_files_are_classified(#[case] name: String, #[case] want: Part) {
-        assert_eq!(classify(&name), Ok(want));
+        assert_eq!(classify(&name).ok(), Some(want));
     }
 
     #[rstest]
@@ -333,13 +387,16 @@ mod tests {
     #[case::unknown("docker/registry/v2/repositories/a/_manifests/other", "reader knows")]
     #[case::not_in_repo("docker/registry/v2/repositories/a/b/c", "`_manifests`")]
     fn other_files_are_refused_saying_why(#[case] name: &str, #[case] why: &str) {
-        let e = classify(name).unwrap_err();
+        let e = classify(name).unwrap_err().to_string();
         assert!(e.contains(why), "{name}: {e}");
     }
 
     #[test]
     fn a_link_is_a_digest_and_nothing_else() {
-        assert_eq!(link(&mut format!("sha256:{HEX}").as_bytes()), Ok(digest()));
+        assert_eq!(
+            link(&mut format!("sha256:{HEX}").as_bytes()).ok(),
+            Some(digest())
+        );
         assert!(link(&mut "sha256:abc".as_bytes()).is_err());
         assert!(link(&mut "not a link".as_bytes()).is_err());
     }

@@ -93,8 +93,59 @@ fn metadata_files(tar: &[u8]) -> Result<MetadataFiles, Problem> {
         charts: Vec::new(),
         requirements: None,
     };
-    let mut archive = tar::Archive::new(tar);
+    for file in archive_files(tar, |inner| {
+        inner == "Chart.yaml" || inner == "requirements.yaml"
+    })? {
+        if file.inner == "Chart.yaml" {
+            files.charts.push((file.data, file.mtime));
+        } else {
+            files.requirements = Some(file.data);
+        }
+    }
+    Ok(files)
+}
+
+/// One regular file of a chart archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ArchiveFile {
+    /// Its path under the archive's top folder (the chart's), `/`-separated.
+    pub inner: String,
+    /// Its bytes, a UTF-8 byte order mark stripped (as Helm's loader strips it).
+    pub data: Vec<u8>,
+    /// Its tar entry's mtime.
+    pub mtime: u64,
+}
+
+/// The path under the top folder of the archive entry `path`, as Helm's loader splits it: at
+/// `\` when the path holds one (archives written on Windows), else at `/`; empty and `.` parts
+/// dropped. `None` for an entry at the top (no folder) or one with a `..` part.
+fn inner_path(path: &str) -> Result<Option<String>, Problem> {
+    let delimiter = if path.contains('\\') { '\\' } else { '/' };
+    let mut parts = path.split(delimiter).filter(|p| !p.is_empty() && *p != ".");
+    let top = parts.next().unwrap_or_default();
+    let rest: Vec<&str> = parts.collect();
+    if rest.is_empty() {
+        if top == "Chart.yaml" {
+            return Err(Problem::ChartYamlAtTop);
+        }
+        return Ok(None);
+    }
+    if rest.contains(&"..") {
+        return Ok(None);
+    }
+    Ok(Some(rest.join("/")))
+}
+
+/// The one walk over a chart archive (an uncompressed tar; see [`gunzip`]): its regular files
+/// whose path under the top folder `wanted` accepts, in archive order, read whole. The loader's
+/// refusals are kept: an archive with no entries, a `Chart.yaml` outside the chart's folder.
+pub(super) fn archive_files(
+    tar: &[u8],
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Vec<ArchiveFile>, Problem> {
     let not_tar = |e: std::io::Error| Problem::Tar(e.to_string());
+    let mut archive = tar::Archive::new(tar);
+    let mut files = Vec::new();
     let mut entries = 0;
     for entry in archive.entries().map_err(not_tar)? {
         let mut entry = entry.map_err(not_tar)?;
@@ -102,32 +153,20 @@ fn metadata_files(tar: &[u8]) -> Result<MetadataFiles, Problem> {
         if !entry.header().entry_type().is_file() {
             continue;
         }
-        let path = entry
-            .path()
-            .map_err(not_tar)?
-            .to_string_lossy()
-            .into_owned();
-        let delimiter = if path.contains('\\') { '\\' } else { '/' };
-        let mut parts = path.split(delimiter).filter(|p| !p.is_empty() && *p != ".");
-        let top = parts.next().unwrap_or_default();
-        let rest: Vec<&str> = parts.collect();
-        let which = match rest.as_slice() {
-            [] if top == "Chart.yaml" => return Err(Problem::ChartYamlAtTop),
-            ["Chart.yaml"] => "Chart.yaml",
-            ["requirements.yaml"] => "requirements.yaml",
-            _ => continue,
+        let path = entry.path().map_err(not_tar)?;
+        let Some(inner) = inner_path(&path.to_string_lossy())? else {
+            continue;
         };
+        if !wanted(&inner) {
+            continue;
+        }
         let mut data = Vec::new();
         entry.read_to_end(&mut data).map_err(not_tar)?;
         if data.starts_with(UTF8_BOM) {
             data.drain(..UTF8_BOM.len());
         }
-        if which == "Chart.yaml" {
-            let mtime = entry.header().mtime().map_err(not_tar)?;
-            files.charts.push((data, mtime));
-        } else {
-            files.requirements = Some(data);
-        }
+        let mtime = entry.header().mtime().map_err(not_tar)?;
+        files.push(ArchiveFile { inner, data, mtime });
     }
     if entries == 0 {
         return Err(Problem::Tar("the archive holds no files".into()));
@@ -186,4 +225,78 @@ fn validate(m: &Metadata) -> Result<Tag, Problem> {
         }
     }
     Ok(tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::slashes("mychart/templates/a.yaml", Some("templates/a.yaml"))]
+    #[case::backslashes("mychart\\templates\\a.yaml", Some("templates/a.yaml"))]
+    #[case::backslashes_win_over_slashes("mychart\\templates/a.yaml", Some("templates/a.yaml"))]
+    #[case::dot_and_empty_parts("./mychart//./Chart.yaml", Some("Chart.yaml"))]
+    #[case::dot_and_empty_parts_with_backslashes(".\\mychart\\\\Chart.yaml", Some("Chart.yaml"))]
+    #[case::top_file("README.md", None)]
+    #[case::top_folder("mychart/", None)]
+    #[case::parent_part("mychart/../x.yaml", None)]
+    #[case::parent_part_with_backslashes("mychart\\..\\x.yaml", None)]
+    fn archive_paths_are_split_as_helm_splits_them(
+        #[case] path: &str,
+        #[case] inner: Option<&str>,
+    ) {
+        assert_eq!(inner_path(path).unwrap().as_deref(), inner);
+    }
+
+    #[rstest]
+    #[case("Chart.yaml")]
+    #[case("./Chart.yaml")]
+    #[case(".\\Chart.yaml")]
+    fn a_chart_yaml_at_the_top_is_refused(#[case] path: &str) {
+        assert!(matches!(inner_path(path), Err(Problem::ChartYamlAtTop)));
+    }
+
+    fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for (path, data) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_mtime(7);
+            header.set_entry_type(tar::EntryType::Regular);
+            tar.append_data(&mut header, path, *data).unwrap();
+        }
+        tar.into_inner().unwrap()
+    }
+
+    #[test]
+    fn the_walk_reads_wanted_files_in_archive_order_boms_stripped() {
+        let tar = tar_of(&[
+            ("c\\Chart.yaml", b"\xEF\xBB\xBFname: c"),
+            ("c/values.yaml", b"a: 1"),
+            ("c/templates/x.yaml", b"x"),
+        ]);
+        let files = archive_files(&tar, |inner| inner != "values.yaml").unwrap();
+        let got: Vec<(&str, &[u8], u64)> = files
+            .iter()
+            .map(|f| (f.inner.as_str(), f.data.as_slice(), f.mtime))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Chart.yaml", b"name: c".as_slice(), 7),
+                ("templates/x.yaml", b"x".as_slice(), 7)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_archive_is_refused() {
+        let tar = tar_of(&[]);
+        assert!(matches!(
+            archive_files(&tar, |_| true),
+            Err(Problem::Tar(_))
+        ));
+    }
 }

@@ -24,7 +24,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use flate2::Compression;
@@ -209,31 +209,8 @@ fn strip_bom(data: &mut Vec<u8>) {
 /// The files of an archived chart (a `.tgz` subchart), its top folder stripped.
 fn read_archive(path: &Path, tgz: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, PackError> {
     let tar = gunzip(tgz).map_err(at(path))?;
-    let not_tar = |e: std::io::Error| at(path)(Problem::Tar(e.to_string()));
-    let mut files = BTreeMap::new();
-    let mut archive = tar::Archive::new(tar.as_slice());
-    for entry in archive.entries().map_err(not_tar)? {
-        let mut entry = entry.map_err(not_tar)?;
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
-        let name = entry
-            .path()
-            .map_err(not_tar)?
-            .to_string_lossy()
-            .into_owned();
-        let mut parts = name.split('/').filter(|p| !p.is_empty() && *p != ".");
-        parts.next();
-        let inner = parts.collect::<Vec<_>>().join("/");
-        if inner.is_empty() || inner.split('/').any(|p| p == "..") {
-            continue;
-        }
-        let mut data = Vec::new();
-        entry.read_to_end(&mut data).map_err(not_tar)?;
-        strip_bom(&mut data);
-        files.insert(inner, data);
-    }
-    Ok(files)
+    let files = chart::archive_files(&tar, |_| true).map_err(at(path))?;
+    Ok(files.into_iter().map(|f| (f.inner, f.data)).collect())
 }
 
 /// Splits a chart's files into its own and its subcharts' (recursively), as Helm's loader

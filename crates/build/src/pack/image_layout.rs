@@ -27,7 +27,7 @@ use chartreg_core::oci::layout::{
     REF_NAME, blob_path,
 };
 use chartreg_core::oci::media_type::{ManifestKind, manifest_kind};
-use chartreg_core::oci::{Digest, RepositoryName, Tag};
+use chartreg_core::oci::{Digest, NameError, RepositoryName, Tag, TagError};
 use chartreg_core::tree::{BlobFile, LayoutBuilder, Tree};
 
 use super::{PackError, Problem, at, io_at};
@@ -40,15 +40,31 @@ pub struct LayoutSpec {
     pub tag: Option<Tag>,
 }
 
-impl FromStr for LayoutSpec {
-    type Err = String;
+/// Why a `DIR=REPOSITORY[:TAG]` is not one.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutSpecError {
+    #[error("`{0}` is not DIR=REPOSITORY or DIR=REPOSITORY:TAG")]
+    NoEquals(String),
+    #[error("`{0}` names no layout folder before `=`")]
+    NoFolder(String),
+    #[error("`{repository}` is not a repository name: {source}")]
+    Repository {
+        repository: String,
+        source: NameError,
+    },
+    #[error("`{tag}` is not a tag: {source}")]
+    Tag { tag: String, source: TagError },
+}
 
-    fn from_str(s: &str) -> Result<Self, String> {
+impl FromStr for LayoutSpec {
+    type Err = LayoutSpecError;
+
+    fn from_str(s: &str) -> Result<Self, LayoutSpecError> {
         let Some((dir, target)) = s.rsplit_once('=') else {
-            return Err(format!("`{s}` is not DIR=REPOSITORY or DIR=REPOSITORY:TAG"));
+            return Err(LayoutSpecError::NoEquals(s.to_owned()));
         };
         if dir.is_empty() {
-            return Err(format!("`{s}` names no layout folder before `=`"));
+            return Err(LayoutSpecError::NoFolder(s.to_owned()));
         }
         let (repository, tag) = match target.split_once(':') {
             Some((repository, tag)) => (repository, Some(tag)),
@@ -58,9 +74,17 @@ impl FromStr for LayoutSpec {
             dir: PathBuf::from(dir),
             repository: repository
                 .parse()
-                .map_err(|e| format!("`{repository}` is not a repository name: {e}"))?,
+                .map_err(|source| LayoutSpecError::Repository {
+                    repository: repository.to_owned(),
+                    source,
+                })?,
             tag: tag
-                .map(|t| t.parse().map_err(|e| format!("`{t}` is not a tag: {e}")))
+                .map(|t| {
+                    t.parse().map_err(|source| LayoutSpecError::Tag {
+                        tag: t.to_owned(),
+                        source,
+                    })
+                })
                 .transpose()?,
         })
     }
@@ -368,7 +392,7 @@ mod tests {
                 assert_eq!(spec.repository.as_str(), repository);
                 assert_eq!(spec.tag.as_ref().map(Tag::as_str), tag);
             }
-            (Err(e), Err(words)) => assert!(e.contains(words), "{e}"),
+            (Err(e), Err(words)) => assert!(e.to_string().contains(words), "{e}"),
             (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
         }
     }

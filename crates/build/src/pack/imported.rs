@@ -11,7 +11,7 @@
 //! layers is an error naming both sources.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chartreg_core::oci::layout::{
     Descriptor, INDEX_FILE, ImageIndex, LAYOUT_VERSION, OCI_LAYOUT_FILE, OciLayout, REF_NAME,
@@ -24,6 +24,57 @@ use serde::{Deserialize, Serialize};
 
 /// How deep indexes may nest (as the server's loader allows).
 const MAX_NESTING: usize = 8;
+
+/// Why an imported repository could not be walked or merged.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("manifest {0} is missing")]
+    Missing(Digest),
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A blob of the tree being packed that could not be read.
+    #[error("{0}")]
+    Packed(std::io::Error),
+    #[error("indexes nest deeper than {MAX_NESTING} levels at {0}")]
+    TooDeep(Digest),
+    #[error("manifest {digest}: {source}")]
+    Json {
+        digest: Digest,
+        source: serde_json::Error,
+    },
+    #[error("blob {blob} (referenced by manifest {manifest}) is missing")]
+    BlobMissing {
+        blob: Box<Digest>,
+        manifest: Box<Digest>,
+    },
+    #[error("manifest {digest} has media type `{kind}`, not a manifest")]
+    NotManifest { digest: Digest, kind: String },
+    #[error("{}: imported from {}: {source}", folder.display(), bundles.join(", "))]
+    Imported {
+        folder: PathBuf,
+        bundles: Vec<String>,
+        source: Box<Error>,
+    },
+    #[error("{name}: packed without an index.json")]
+    NoPackedIndex { name: String },
+    /// The packed `index.json` does not parse.
+    #[error("{0}")]
+    PackedIndex(serde_json::Error),
+    #[error(
+        "{name}:{tag}: the chart packed from {} is not the one imported from {} (other chart layers); keep one of them",
+        packed_from.display(),
+        bundles.join(", ")
+    )]
+    OtherChart {
+        name: String,
+        tag: String,
+        packed_from: PathBuf,
+        bundles: Vec<String>,
+    },
+}
 
 /// What `import-bundle` wrote into one repository: the bundles (file names) and the manifests
 /// it listed in `index.json`, tagged or not.
@@ -40,11 +91,14 @@ pub trait Blobs {
     fn blob(&self, digest: &Digest) -> Option<BlobFile>;
 
     /// The bytes of `digest` (manifests: small).
-    fn read(&self, digest: &Digest) -> Result<Vec<u8>, String> {
+    fn read(&self, digest: &Digest) -> Result<Vec<u8>, Error> {
         let file = self
             .blob(digest)
-            .ok_or_else(|| format!("manifest {digest} is missing"))?;
-        std::fs::read(&file.path).map_err(|e| format!("{}: {e}", file.path.display()))
+            .ok_or_else(|| Error::Missing(digest.clone()))?;
+        std::fs::read(&file.path).map_err(|source| Error::Read {
+            path: file.path,
+            source,
+        })
     }
 }
 
@@ -81,7 +135,7 @@ pub fn walk(
     blobs: &impl Blobs,
     digest: &Digest,
     files: &mut BTreeMap<Digest, BlobFile>,
-) -> Result<Descriptor, String> {
+) -> Result<Descriptor, Error> {
     walk_at(blobs, digest, files, 0)
 }
 
@@ -90,19 +144,19 @@ fn walk_at(
     digest: &Digest,
     files: &mut BTreeMap<Digest, BlobFile>,
     depth: usize,
-) -> Result<Descriptor, String> {
+) -> Result<Descriptor, Error> {
     if depth > MAX_NESTING {
-        return Err(format!(
-            "indexes nest deeper than {MAX_NESTING} levels at {digest}"
-        ));
+        return Err(Error::TooDeep(digest.clone()));
     }
     let file = blobs
         .blob(digest)
-        .ok_or_else(|| format!("manifest {digest} is missing"))?;
+        .ok_or_else(|| Error::Missing(digest.clone()))?;
     let data = blobs.read(digest)?;
     let kind = media_type::of_manifest(&data);
-    let references: References =
-        serde_json::from_slice(&data).map_err(|e| format!("manifest {digest}: {e}"))?;
+    let references: References = serde_json::from_slice(&data).map_err(|source| Error::Json {
+        digest: digest.clone(),
+        source,
+    })?;
     let descriptor = Descriptor::new(&kind, digest.clone(), file.size);
     files.insert(digest.clone(), file);
     match media_type::manifest_kind(&kind) {
@@ -113,19 +167,18 @@ fn walk_at(
         }
         Some(ManifestKind::Image) => {
             for d in references.config.iter().chain(&references.layers) {
-                let blob = blobs.blob(&d.digest).ok_or_else(|| {
-                    format!(
-                        "blob {} (referenced by manifest {digest}) is missing",
-                        d.digest
-                    )
+                let blob = blobs.blob(&d.digest).ok_or_else(|| Error::BlobMissing {
+                    blob: Box::new(d.digest.clone()),
+                    manifest: Box::new(digest.clone()),
                 })?;
                 files.insert(d.digest.clone(), blob);
             }
         }
         None => {
-            return Err(format!(
-                "manifest {digest} has media type `{kind}`, not a manifest"
-            ));
+            return Err(Error::NotManifest {
+                digest: digest.clone(),
+                kind,
+            });
         }
     }
     Ok(descriptor)
@@ -133,10 +186,12 @@ fn walk_at(
 
 /// What a manifest holds, to tell a re-push (same content, new `created`) from other content:
 /// an image manifest's layers; an index's manifests.
-pub fn content_of(blobs: &impl Blobs, digest: &Digest) -> Result<Vec<Digest>, String> {
+pub fn content_of(blobs: &impl Blobs, digest: &Digest) -> Result<Vec<Digest>, Error> {
     let data = blobs.read(digest)?;
-    let references: References =
-        serde_json::from_slice(&data).map_err(|e| format!("manifest {digest}: {e}"))?;
+    let references: References = serde_json::from_slice(&data).map_err(|source| Error::Json {
+        digest: digest.clone(),
+        source,
+    })?;
     Ok(references
         .layers
         .iter()
@@ -189,17 +244,15 @@ fn index_bytes(manifests: &[Descriptor]) -> Vec<u8> {
 }
 
 /// The imported part of the repository `name`, rebuilt from its folder under `out`.
-pub fn imported_tree(out: &Path, name: &str, imported: &Imported) -> Result<Tree, String> {
+pub fn imported_tree(out: &Path, name: &str, imported: &Imported) -> Result<Tree, Error> {
     let folder = out.join(name);
     let blobs = LayoutFolder(&folder);
     let mut files = BTreeMap::new();
     for d in &imported.manifests {
-        walk(&blobs, &d.digest, &mut files).map_err(|e| {
-            format!(
-                "{}: imported from {}: {e}",
-                folder.display(),
-                imported.bundles.join(", ")
-            )
+        walk(&blobs, &d.digest, &mut files).map_err(|e| Error::Imported {
+            folder: folder.clone(),
+            bundles: imported.bundles.clone(),
+            source: Box::new(e),
         })?;
     }
     Ok(layout_tree(name, &imported.manifests, files, false))
@@ -213,11 +266,15 @@ pub fn merge(
     name: &str,
     imported: &Imported,
     source: &Path,
-) -> Result<Tree, String> {
+) -> Result<Tree, Error> {
     let index_key = format!("{name}/{INDEX_FILE}");
     let packed_index: ImageIndex = match packed.get(&index_key) {
-        Some(Entry::Bytes(data)) => serde_json::from_slice(data).map_err(|e| e.to_string())?,
-        _ => return Err(format!("{name}: packed without an index.json")),
+        Some(Entry::Bytes(data)) => serde_json::from_slice(data).map_err(Error::PackedIndex)?,
+        _ => {
+            return Err(Error::NoPackedIndex {
+                name: name.to_owned(),
+            });
+        }
     };
     let mut tree = imported_tree(out, name, imported)?;
     let imported_blobs = LayoutFolder(&out.join(name));
@@ -239,11 +296,12 @@ pub fn merge(
             let ours = content_of(&packed_blobs, &d.digest)?;
             let theirs = content_of(&imported_blobs, &kept.digest)?;
             if ours != theirs {
-                return Err(format!(
-                    "{name}:{tag}: the chart packed from {} is not the one imported from {} (other chart layers); keep one of them",
-                    source.display(),
-                    imported.bundles.join(", ")
-                ));
+                return Err(Error::OtherChart {
+                    name: name.to_owned(),
+                    tag,
+                    packed_from: source.to_owned(),
+                    bundles: imported.bundles.clone(),
+                });
             }
             // The same chart pushed again: the imported manifest keeps the tag.
             d.annotations.remove(REF_NAME);
@@ -267,17 +325,14 @@ impl Blobs for TreeBlobs<'_> {
         None
     }
 
-    fn read(&self, digest: &Digest) -> Result<Vec<u8>, String> {
+    fn read(&self, digest: &Digest) -> Result<Vec<u8>, Error> {
         let suffix = format!("/{}", blob_path(digest));
         let entry = self
             .0
             .iter()
             .find(|(key, _)| key.ends_with(&suffix))
             .map(|(_, entry)| entry)
-            .ok_or_else(|| format!("manifest {digest} is missing"))?;
-        entry
-            .read()
-            .map(|d| d.into_owned())
-            .map_err(|e| e.to_string())
+            .ok_or_else(|| Error::Missing(digest.clone()))?;
+        entry.read().map(|d| d.into_owned()).map_err(Error::Packed)
     }
 }

@@ -39,8 +39,8 @@ use chartreg_core::tree::{self, Outcome, Tree};
 
 pub use chart::{Chart, MAX_DECOMPRESSED, read as read_chart};
 pub use chart_package::{ChartPackage, Layer};
-pub use image_layout::{ImageLayout, LayoutSpec};
-pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record};
+pub use image_layout::{ImageLayout, LayoutSpec, LayoutSpecError};
+pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record, RecordError};
 pub use problem::{PackError, Problem};
 pub(crate) use problem::{at, io_at};
 pub use version::VersionError;
@@ -250,7 +250,7 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
     let mut restores = Vec::new();
     let imported_error = |name: &str| {
         let path = out.join(name);
-        move |e: String| at(&path)(Problem::Imported(e))
+        move |e: imported::Error| at(&path)(Problem::Imported(e))
     };
     if !request.charts.is_empty() {
         for (name, owner) in &previous.repositories {
@@ -279,10 +279,10 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
         if let Some(imported) = previous.imported.get(name) {
             let source = packed.sources.get(name).cloned().unwrap_or_default();
             if matches!(owner, Owner::Layout { .. }) {
-                return Err(at(&source)(Problem::Imported(format!(
-                    "{name} is imported from {}; only charts merge with an imported repository",
-                    imported.bundles.join(", ")
-                ))));
+                return Err(at(&source)(Problem::ImportedLayout {
+                    name: name.clone(),
+                    bundles: imported.bundles.clone(),
+                }));
             }
             *tree = imported::merge(std::mem::take(tree), out, name, imported, &source)
                 .map_err(imported_error(name))?;

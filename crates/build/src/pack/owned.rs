@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,18 @@ use super::imported::Imported;
 /// The record's file name in the output folder.
 pub const RECORD_FILE: &str = ".chartreg-pack.json";
 pub const GITIGNORE_FILE: &str = ".gitignore";
+
+/// Why the record could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{}: not a record pack wrote: {source}", path.display())]
+    NotRecord {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
 
 /// What wrote a repository.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,11 +63,11 @@ pub struct Record {
 impl Record {
     /// The record in `out`: read from its file, or made up for a folder written before there
     /// was one (see the module doc); `None` when the file exists but cannot be read.
-    pub fn load(out: &Path, prefix: &str) -> Result<Record, String> {
+    pub fn load(out: &Path, prefix: &str) -> Result<Record, RecordError> {
         let path = out.join(RECORD_FILE);
         match fs::read(&path) {
             Ok(data) => serde_json::from_slice(&data)
-                .map_err(|e| format!("{}: not a record pack wrote: {e}", path.display())),
+                .map_err(|source| RecordError::NotRecord { path, source }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let mut record = Record::default();
                 for name in layouts_under(out, prefix) {
@@ -68,7 +80,7 @@ impl Record {
                 }
                 Ok(record)
             }
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(source) => Err(RecordError::Io { path, source }),
         }
     }
 
@@ -82,13 +94,16 @@ impl Record {
 
     /// Writes the record and the `.gitignore` into `out` (each replaced by a rename, and only
     /// when it changed; the `.gitignore` removed when there is nothing to ignore).
-    pub fn save(&self, out: &Path) -> Result<(), String> {
+    pub fn save(&self, out: &Path) -> Result<(), RecordError> {
         for (file, data) in [
             (RECORD_FILE, Some(self.to_bytes())),
             (GITIGNORE_FILE, self.gitignore()),
         ] {
             let path = out.join(file);
-            let failed = |e: io::Error| format!("{}: {e}", path.display());
+            let failed = |source: io::Error| RecordError::Io {
+                path: path.clone(),
+                source,
+            };
             match data {
                 Some(data) if fs::read(&path).ok().as_deref() != Some(data.as_slice()) => {
                     let staged = out.join(format!("{file}.new"));
@@ -203,6 +218,7 @@ mod tests {
         assert!(
             Record::load(dir.path(), "charts")
                 .unwrap_err()
+                .to_string()
                 .contains(RECORD_FILE)
         );
     }

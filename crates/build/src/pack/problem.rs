@@ -24,7 +24,9 @@ pub enum Problem {
     #[error("{0}")]
     Io(String),
     #[error("{0}")]
-    Imported(String),
+    Imported(#[from] super::imported::Error),
+    #[error("{name} is imported from {}; only charts merge with an imported repository", bundles.join(", "))]
+    ImportedLayout { name: String, bundles: Vec<String> },
     #[error("no chart packages (*.tgz) or chart folders found")]
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]
@@ -154,7 +156,7 @@ pub enum Problem {
     #[error("repository `{inner}` would lie inside repository `{outer}`")]
     Nested { inner: String, outer: String },
     #[error("{0}")]
-    Record(String),
+    Record(#[from] super::owned::RecordError),
     #[error("out of date, run `make assets` and commit the result: {}", .0.join(", "))]
     Stale(Vec<String>),
 }
