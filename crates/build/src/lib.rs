@@ -16,7 +16,6 @@
 //!
 //! Everything it shares with the server (OCI vocabulary, layout writing) comes from
 //! `chartreg-core`; the server's HTTP stack is not a dependency, so nothing here can reach it.
-#![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod compile;

@@ -1,5 +1,4 @@
 //! The chartreg-build binary: the library's command line.
-#![forbid(unsafe_code)]
 
 fn main() -> std::process::ExitCode {
     chartreg_build::cli::main(std::env::args_os())

@@ -167,9 +167,10 @@ impl Filling<'_> {
                         continue;
                     }
                     let (data, digest) = self.registry.manifest(self.repository, &digest).await?;
+                    // A manifest that is no JSON is refused by `take` just below.
                     let artifact_type = serde_json::from_slice::<serde_json::Value>(&data)
                         .ok()
-                        .and_then(|v| v["artifactType"].as_str().map(str::to_owned));
+                        .and_then(|v| v.get("artifactType")?.as_str().map(str::to_owned));
                     Box::pin(self.take(&data, &digest, 0)).await?;
                     let mut d = Descriptor::new(
                         &media,

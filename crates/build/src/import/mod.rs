@@ -118,10 +118,11 @@ pub struct Report {
 /// One repository being merged from several bundles.
 #[derive(Debug, Default)]
 struct Merging {
-    /// Tag -> (manifest, index of the bundle that tagged it).
-    tags: BTreeMap<String, (Digest, usize)>,
+    /// Tag -> (manifest, the bundle that tagged it).
+    tags: BTreeMap<String, (Digest, PathBuf)>,
     untagged: BTreeSet<Digest>,
-    bundles: BTreeSet<usize>,
+    /// The bundles holding the repository, by their place on the command line.
+    bundles: BTreeMap<usize, PathBuf>,
 }
 
 /// `chartreg-build import-bundle`.
@@ -202,11 +203,7 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
                 "{name} is also packed from charts: run `chartreg-build pack` (make assets) to merge them again"
             ));
         }
-        let names = merging
-            .bundles
-            .iter()
-            .map(|&i| shown(&bundles[i].path))
-            .collect();
+        let names = merging.bundles.values().map(|path| shown(path)).collect();
         record.imported.insert(
             name.to_owned(),
             Imported {
@@ -242,7 +239,7 @@ fn merge(
                 why: Box::new(why),
             };
             let merging = merged.entry(name.clone()).or_default();
-            merging.bundles.insert(i);
+            merging.bundles.insert(i, bundle.path.clone());
             for (tag, digest) in &stored.tags {
                 if let Err(source) = tag.parse::<Tag>() {
                     return Err(repository_error(RepositoryProblem::Tag {
@@ -252,7 +249,9 @@ fn merge(
                     }));
                 }
                 let Some((first, by)) = merging.tags.get(tag) else {
-                    merging.tags.insert(tag.clone(), (digest.clone(), i));
+                    merging
+                        .tags
+                        .insert(tag.clone(), (digest.clone(), bundle.path.clone()));
                     continue;
                 };
                 if first == digest {
@@ -266,7 +265,7 @@ fn merge(
                         })
                     })
                 };
-                let (a, b) = (&bundles[*by].path, &bundle.path);
+                let (a, b) = (by, &bundle.path);
                 if content(first)? != content(digest)? {
                     return Err(repository_error(RepositoryProblem::OtherLayers {
                         tag: tag.clone(),

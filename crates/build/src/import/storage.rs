@@ -267,11 +267,12 @@ fn classify(name: &str) -> Result<Part, EntryProblem> {
             let Some(at) = rest.iter().position(|p| p.starts_with('_')) else {
                 return Err(EntryProblem::NotInRepository);
             };
-            let repository = rest[..at].join("/");
+            let (names, tail) = rest.split_at(at);
+            let repository = names.join("/");
             if repository.is_empty() {
                 return Err(EntryProblem::NoRepository);
             }
-            match &rest[at..] {
+            match tail {
                 ["_manifests", "tags", tag, "current", "link"] => Ok(Part::Tag {
                     repository,
                     tag: (*tag).to_owned(),

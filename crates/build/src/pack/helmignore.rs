@@ -135,10 +135,11 @@ fn match_from(p: &[char], n: &[char]) -> Option<bool> {
             // malformed pattern after it is an error whatever the name.
             let mut matched = false;
             for len in 0..=n.len() {
-                if len > 0 && n[len - 1] == '/' {
+                let (taken, tail) = n.split_at(len);
+                if taken.last() == Some(&'/') {
                     break;
                 }
-                if match_from(rest, &n[len..])? {
+                if match_from(rest, tail)? {
                     matched = true;
                     break;
                 }
@@ -155,9 +156,10 @@ fn match_from(p: &[char], n: &[char]) -> Option<bool> {
         },
         '[' => {
             let (class_len, matches) = class(rest, n.first().copied())?;
+            let after = rest.get(class_len..)?;
             match n.split_first() {
-                Some((_, n_rest)) if matches => match_from(&rest[class_len..], n_rest),
-                _ => well_formed(&rest[class_len..]).map(|()| false),
+                Some((_, n_rest)) if matches => match_from(after, n_rest),
+                _ => well_formed(after).map(|()| false),
             }
         }
         '\\' => {

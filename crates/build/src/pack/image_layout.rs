@@ -236,16 +236,14 @@ fn choose<'e>(
         .iter()
         .filter(|e| e.tag.as_deref() == Some(tag.as_str()))
         .collect();
-    match matching.as_slice() {
-        [one] => Ok(vec![(*one, tag.as_str().to_owned())]),
-        [] if named.is_empty() && entries.len() == 1 => {
-            Ok(vec![(&entries[0], tag.as_str().to_owned())])
-        }
-        [] => Err(at(index_path)(Problem::LayoutTagUnknown {
+    match (matching.as_slice(), entries) {
+        ([one], _) => Ok(vec![(*one, tag.as_str().to_owned())]),
+        ([], [only]) if named.is_empty() => Ok(vec![(only, tag.as_str().to_owned())]),
+        ([], _) => Err(at(index_path)(Problem::LayoutTagUnknown {
             tag: tag.as_str().to_owned(),
             named,
         })),
-        _ => Err(at(index_path)(Problem::LayoutTagTwice(
+        (_, _) => Err(at(index_path)(Problem::LayoutTagTwice(
             tag.as_str().to_owned(),
         ))),
     }

@@ -101,8 +101,8 @@ pub fn read_inputs(request: &Request) -> Result<Vec<Input>, PackError> {
             }
         }
     }
-    if !request.charts.is_empty() && found.is_empty() {
-        return Err(at(&request.charts[0])(Problem::NoPackages));
+    if let (Some(first), true) = (request.charts.first(), found.is_empty()) {
+        return Err(at(first)(Problem::NoPackages));
     }
     for spec in &request.layouts {
         found.push(Input::Layout(ImageLayout::read(spec)?));
@@ -293,9 +293,9 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
     let names: Vec<&String> = record.repositories.keys().collect();
     for outer in &names {
         if let Some(inner) = names.iter().find(|inner| {
-            inner.len() > outer.len()
-                && inner.starts_with(outer.as_str())
-                && inner.as_bytes()[outer.len()] == b'/'
+            inner
+                .strip_prefix(outer.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
         }) {
             return Err(at(&out.join(inner.as_str()))(Problem::Nested {
                 inner: (*inner).clone(),
