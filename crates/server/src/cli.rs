@@ -172,15 +172,16 @@ pub enum MappingError {
     },
 }
 
+/// Data key -> chart name, as the mapping file gives them.
+type Mapping = std::collections::BTreeMap<String, String>;
+
 /// The mapping file: `KEY: CHART` lines, `#` comments; errors name the line.
-fn read_mapping(
-    path: &std::path::Path,
-) -> Result<std::collections::BTreeMap<String, String>, MappingError> {
+fn read_mapping(path: &std::path::Path) -> Result<Mapping, MappingError> {
     let text = std::fs::read_to_string(path).map_err(|source| MappingError::Read {
         path: path.to_owned(),
         source,
     })?;
-    let mut mapping = std::collections::BTreeMap::new();
+    let mut mapping = Mapping::new();
     for (n, line) in text.lines().enumerate() {
         // `split` yields at least one piece.
         let line = line.split(" #").next().unwrap_or_default().trim();
