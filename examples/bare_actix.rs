@@ -16,10 +16,10 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use actix_web::body::SizedStream;
-use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue, InvalidHeaderValue};
 use actix_web::web::{Bytes, Data};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 
@@ -56,18 +56,38 @@ fn tag_digests(map: &str) -> HashMap<String, String> {
         .collect()
 }
 
-fn load(site: &Path) -> Result<Site, String> {
+/// Why the site cannot be served, naming the file or URI it is about.
+#[derive(Debug)]
+enum LoadError {
+    Read(PathBuf, std::io::Error),
+    Outside(PathBuf),
+    Digest(String, InvalidHeaderValue),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Read(path, e) => write!(f, "{}: {e}", path.display()),
+            LoadError::Outside(path) => write!(f, "{}: not under the site", path.display()),
+            LoadError::Digest(uri, e) => write!(f, "{uri}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+fn load(site: &Path) -> Result<Site, LoadError> {
     let html = site.join("html");
-    let map = std::fs::read_to_string(site.join("dcd-map.conf"))
-        .map_err(|e| format!("{}: {e}", site.join("dcd-map.conf").display()))?;
+    let map_file = site.join("dcd-map.conf");
+    let map = std::fs::read_to_string(&map_file).map_err(|e| LoadError::Read(map_file, e))?;
     let by_tag = tag_digests(&map);
     let mut files = Vec::new();
-    walk(&html, &mut files).map_err(|e| format!("{}: {e}", html.display()))?;
+    walk(&html, &mut files).map_err(|e| LoadError::Read(html.clone(), e))?;
     let mut answers = Site::new();
     for file in files {
         let relative = file
             .strip_prefix(&html)
-            .map_err(|e| e.to_string())?
+            .map_err(|_| LoadError::Outside(file.clone()))?
             .to_string_lossy()
             .replace(std::path::MAIN_SEPARATOR, "/");
         let uri = match relative.as_str() {
@@ -75,7 +95,7 @@ fn load(site: &Path) -> Result<Site, String> {
             other => format!("/{other}"),
         };
         let body: &'static [u8] = std::fs::read(&file)
-            .map_err(|e| format!("{}: {e}", file.display()))?
+            .map_err(|e| LoadError::Read(file.clone(), e))?
             .leak();
         let (content_type, digest) = if uri.contains("/manifests/") {
             let digest = match uri.rsplit_once("/manifests/") {
@@ -91,7 +111,7 @@ fn load(site: &Path) -> Result<Site, String> {
             ("application/json", None)
         };
         let digest = digest
-            .map(|d| HeaderValue::from_str(&d).map_err(|e| format!("{uri}: {e}")))
+            .map(|d| HeaderValue::from_str(&d).map_err(|e| LoadError::Digest(uri.clone(), e)))
             .transpose()?;
         answers.insert(
             uri,

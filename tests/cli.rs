@@ -27,7 +27,7 @@ fn the_server_lists_what_the_build_tool_packs() {
     // lists what it embeds.
     let config = common::root().join("content.yaml");
     let (_out, registry) = common::packed(&["--config", config.to_str().unwrap()]);
-    let expected = chartreg::inspect::rows(&registry);
+    let expected = chartreg::inspect::rows(&registry).unwrap();
     let expected = serde_json::to_value(&expected).unwrap();
     let listed = chartreg(&["ls", "--json"]);
     assert!(listed.status.success(), "{}", text(&listed.stderr));
@@ -52,10 +52,10 @@ fn ls_lists_every_artifact_with_its_kind_digest_and_size() {
     // Every tag, with the digest and pull size the content model gives.
     for repo in registry.repositories() {
         for tag in repo.tags() {
-            let digest = repo.tag_digest(tag).unwrap();
+            let manifest = repo.tagged(tag).unwrap();
             let r = row(repo.name(), Some(tag));
-            assert_eq!(r["digest"], digest.as_str());
-            assert_eq!(r["size"], repo.pull_size(digest));
+            assert_eq!(r["digest"], manifest.digest.as_str());
+            assert_eq!(r["size"], repo.pull_size(manifest).unwrap());
         }
     }
     for tag in ["0.1.0", "1.0.0", "1.1.0-rc.1"] {

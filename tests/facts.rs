@@ -84,7 +84,7 @@ fn seen(registry: &Registry) -> String {
                 String::from_utf8_lossy(&m.quoted_digest),
                 common::sha256(&m.data)
             );
-            let size = repository.pull_size(&m.digest);
+            let size = repository.pull_size(m).unwrap();
             out += &format!(" pulls {size}");
             for referrer in repository.referrers(&m.digest, None) {
                 out += &format!("\n    referred to by {referrer:?}");

@@ -268,13 +268,34 @@ pub fn curl(curl: &Path, method: &str, url: &str, headers: &[(&str, &str)]) -> C
         .unwrap_or_else(|e| panic!("curl {method} {url} failed: {e}"))
 }
 
+/// Why curl gave no response.
+#[derive(Debug)]
+pub enum CurlError {
+    /// curl failed: how it exited and what it said.
+    Failed(String),
+    /// The header file curl wrote cannot be read.
+    Headers(std::io::Error),
+    /// The headers curl wrote have no status line.
+    NoStatus(String),
+}
+
+impl std::fmt::Display for CurlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CurlError::Failed(described) => f.write_str(described),
+            CurlError::Headers(e) => write!(f, "{e}"),
+            CurlError::NoStatus(raw) => write!(f, "no HTTP status line in {raw:?}"),
+        }
+    }
+}
+
 /// Like [`curl`], returning curl's complaint instead of failing.
 pub fn try_curl(
     curl: &Path,
     method: &str,
     url: &str,
     headers: &[(&str, &str)],
-) -> Result<CurlResponse, String> {
+) -> Result<CurlResponse, CurlError> {
     let dir = tempfile::tempdir().expect("temp dir");
     let header_file = dir.path().join("headers");
     let mut cmd = Command::new(curl);
@@ -301,9 +322,9 @@ pub fn try_curl(
     }
     let out = output_of(cmd.arg(url), "curl");
     if !out.status.success() {
-        return Err(describe(&out));
+        return Err(CurlError::Failed(describe(&out)));
     }
-    let raw = std::fs::read_to_string(&header_file).map_err(|e| e.to_string())?;
+    let raw = std::fs::read_to_string(&header_file).map_err(CurlError::Headers)?;
     // With --head the header block is also printed on stdout: it is no body.
     let body = if method == "HEAD" {
         Vec::new()
@@ -323,7 +344,7 @@ pub fn try_curl(
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("no HTTP status line in {raw:?}"))?;
+        .ok_or_else(|| CurlError::NoStatus(raw.clone()))?;
     let headers = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
@@ -429,7 +450,7 @@ impl Distribution {
         panic!("distribution did not start on any port:\n{failures}");
     }
 
-    fn wait_ready(&mut self, curl_bin: &Path) -> Result<(), String> {
+    fn wait_ready(&mut self, curl_bin: &Path) -> Result<(), NotReady> {
         const PROBE: &str = "chartreg-probe/ready";
         let uploads = self
             .dir
@@ -440,7 +461,7 @@ impl Distribution {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while std::time::Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().expect("poll distribution") {
-                return Err(format!("distribution exited ({status})"));
+                return Err(NotReady::Exited(status));
             }
             if std::net::TcpStream::connect(self.addr).is_ok() {
                 let url = format!("http://{}/v2/{PROBE}/blobs/uploads/", self.addr);
@@ -457,7 +478,7 @@ impl Distribution {
             }
             thread::sleep(Duration::from_millis(25));
         }
-        Err("distribution did not answer within 20 s".into())
+        Err(NotReady::Silent)
     }
 
     /// `127.0.0.1:PORT`
@@ -479,6 +500,22 @@ impl Distribution {
     /// What distribution logged (errors only).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
+    }
+}
+
+/// Why a started distribution is not ready.
+#[derive(Debug)]
+enum NotReady {
+    Exited(std::process::ExitStatus),
+    Silent,
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotReady::Exited(status) => write!(f, "distribution exited ({status})"),
+            NotReady::Silent => f.write_str("distribution did not answer within 20 s"),
+        }
     }
 }
 

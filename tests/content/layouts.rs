@@ -38,7 +38,11 @@ fn nested_indexes_serve_every_child_by_digest() {
     }
     assert_eq!(registry.summary().manifests, 3);
     assert_eq!(
-        repo.pull_size(&top.digest),
+        repo.pull_size(
+            repo.manifest(&Reference::Digest(top.digest.clone()))
+                .unwrap()
+        )
+        .unwrap(),
         top.size + amd.size + arm.size + 2 * 2 + 5 * 2
     );
 }

@@ -80,18 +80,51 @@ fn mix() -> Vec<(String, Check)> {
 
 const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json";
 
+/// A request of the load that failed, naming its path.
+#[derive(Debug)]
+enum Failed {
+    Request(String, reqwest::Error),
+    Body(String, reqwest::Error),
+    Answer {
+        path: String,
+        status: u16,
+        digest: String,
+        header: Option<String>,
+        wanted: String,
+    },
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Request(path, e) => write!(f, "{path}: {e}"),
+            Failed::Body(path, e) => write!(f, "{path}: body: {e}"),
+            Failed::Answer {
+                path,
+                status,
+                digest,
+                header,
+                wanted,
+            } => write!(
+                f,
+                "{path}: {status}, body {digest}, header {header:?}, wanted {wanted}"
+            ),
+        }
+    }
+}
+
 async fn one(
     client: &reqwest::Client,
     base: &str,
     path: &str,
     check: &Check,
-) -> Result<(), String> {
+) -> Result<(), Failed> {
     let response = client
         .get(format!("{base}{path}"))
         .header("Accept", ACCEPT)
         .send()
         .await
-        .map_err(|e| format!("{path}: {e}"))?;
+        .map_err(|e| Failed::Request(path.to_owned(), e))?;
     let status = response.status().as_u16();
     let header = response
         .headers()
@@ -101,7 +134,7 @@ async fn one(
     let body = response
         .bytes()
         .await
-        .map_err(|e| format!("{path}: body: {e}"))?;
+        .map_err(|e| Failed::Body(path.to_owned(), e))?;
     let digest = common::sha256(&body);
     match check {
         Check::Status(want) if status == *want => Ok(()),
@@ -109,9 +142,13 @@ async fn one(
             Ok(())
         }
         Check::Body(want) if status == 200 && digest == *want => Ok(()),
-        _ => Err(format!(
-            "{path}: {status}, body {digest}, header {header:?}, wanted {check:?}"
-        )),
+        _ => Err(Failed::Answer {
+            path: path.to_owned(),
+            status,
+            digest,
+            header,
+            wanted: format!("{check:?}"),
+        }),
     }
 }
 
@@ -160,7 +197,7 @@ async fn run(
                 }
                 let (path, check) = &mix[(i * 7919) % mix.len()];
                 if let Err(e) = one(&client, &base, path, check).await {
-                    failures.push(e);
+                    failures.push(e.to_string());
                 }
             }
             failures

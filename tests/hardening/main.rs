@@ -110,58 +110,125 @@ fn exchange(addr: SocketAddr, request: &[u8], want: usize) -> Outcome {
     Outcome { answers, closed }
 }
 
+/// How an outcome differs from what its case expects.
+#[derive(Debug)]
+enum Miss<'a> {
+    /// A 5xx, or no status at all.
+    ServerError(&'a Answer),
+    NotEnvelope(serde_json::Error, &'a Answer),
+    Code {
+        got: Option<String>,
+        want: &'static str,
+    },
+    NotRejected(Option<&'a Answer>),
+    NotError {
+        status: u16,
+        code: &'static str,
+        got: Option<&'a Answer>,
+    },
+    NotStatus {
+        status: u16,
+        got: Option<&'a Answer>,
+    },
+    NotAll {
+        status: u16,
+        n: usize,
+        got: Vec<u16>,
+    },
+}
+
+impl std::fmt::Display for Miss<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Miss::ServerError(a) => write!(f, "answered {}:\n{}", a.status, a.head),
+            Miss::NotEnvelope(e, a) => write!(
+                f,
+                "not the JSON envelope ({e}): {}",
+                String::from_utf8_lossy(&a.body)
+            ),
+            Miss::Code { got, want } => write!(f, "error code {got:?}, not {want}"),
+            Miss::NotRejected(other) => write!(f, "not rejected: {other:?}"),
+            Miss::NotError { status, code, got } => {
+                write!(f, "wanted {status} {code}: {got:?}")
+            }
+            Miss::NotStatus { status, got } => write!(f, "wanted {status}: {got:?}"),
+            Miss::NotAll { status, n, got } => write!(f, "wanted {n} x {status}: {got:?}"),
+        }
+    }
+}
+
 /// Whether `outcome` is what `expect` says; `Err` says why not.
-fn check(expect: &Expect, outcome: &Outcome) -> Result<(), String> {
+fn check<'a>(expect: &Expect, outcome: &'a Outcome) -> Result<(), Miss<'a>> {
     for a in &outcome.answers {
         if a.status >= 500 || a.status == 0 {
-            return Err(format!("answered {}:\n{}", a.status, a.head));
+            return Err(Miss::ServerError(a));
         }
     }
     let first = outcome.answers.first();
-    let envelope = |a: &Answer, code: &str| -> Result<(), String> {
-        let v: serde_json::Value = serde_json::from_slice(&a.body).map_err(|e| {
-            format!(
-                "not the JSON envelope ({e}): {}",
-                String::from_utf8_lossy(&a.body)
-            )
-        })?;
+    let envelope = |a: &'a Answer, code: &'static str| -> Result<(), Miss<'a>> {
+        let v: serde_json::Value =
+            serde_json::from_slice(&a.body).map_err(|e| Miss::NotEnvelope(e, a))?;
         match v["errors"][0]["code"].as_str() {
             Some(c) if c == code => Ok(()),
-            other => Err(format!("error code {other:?}, not {code}")),
+            other => Err(Miss::Code {
+                got: other.map(str::to_owned),
+                want: code,
+            }),
         }
     };
     match expect {
         Expect::Rejected => match first {
             None if outcome.closed => Ok(()),
             Some(a) if (400..500).contains(&a.status) => Ok(()),
-            other => Err(format!("not rejected: {other:?}")),
+            other => Err(Miss::NotRejected(other)),
         },
         Expect::Error(status, code) => match first {
             Some(a) if a.status == *status => envelope(a, code),
-            other => Err(format!("wanted {status} {code}: {other:?}")),
+            other => Err(Miss::NotError {
+                status: *status,
+                code,
+                got: other,
+            }),
         },
         Expect::Status(status) => match first {
             Some(a) if a.status == *status => Ok(()),
-            other => Err(format!("wanted {status}: {other:?}")),
+            other => Err(Miss::NotStatus {
+                status: *status,
+                got: other,
+            }),
         },
         Expect::All(status, n) => {
             let statuses: Vec<u16> = outcome.answers.iter().map(|a| a.status).collect();
             if statuses.len() == *n && statuses.iter().all(|s| s == status) {
                 Ok(())
             } else {
-                Err(format!("wanted {n} x {status}: {statuses:?}"))
+                Err(Miss::NotAll {
+                    status: *status,
+                    n: *n,
+                    got: statuses,
+                })
             }
         }
     }
 }
 
+/// The next normal request did not get the committed manifest: what it got instead.
+#[derive(Debug)]
+struct NotServing(Option<Answer>);
+
+impl std::fmt::Display for NotServing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the next normal request failed: {:?}", self.0.as_ref())
+    }
+}
+
 /// A normal request on a new connection gets the committed manifest, byte for byte.
-fn still_serves(addr: SocketAddr, want: &str) -> Result<(), String> {
+fn still_serves(addr: SocketAddr, want: &str) -> Result<(), NotServing> {
     let request = b"GET /v2/charts/hello/manifests/1.0.0 HTTP/1.1\r\nHost: x\r\nAccept: application/vnd.oci.image.manifest.v1+json\r\n\r\n";
     let outcome = exchange(addr, request, 1);
-    match outcome.answers.first() {
+    match outcome.answers.into_iter().next() {
         Some(a) if a.status == 200 && common::sha256(&a.body) == want => Ok(()),
-        other => Err(format!("the next normal request failed: {other:?}")),
+        other => Err(NotServing(other)),
     }
 }
 

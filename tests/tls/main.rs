@@ -220,6 +220,54 @@ fn client(
     Arc::new(config)
 }
 
+/// Why a TLS connection, or a check on it, failed.
+#[derive(Debug)]
+enum TlsFailure {
+    Connect(SocketAddr, std::io::Error),
+    Timeouts(std::io::Error),
+    Client(rustls::Error),
+    Handshake(std::io::Error),
+    /// An exchange that failed, and which step.
+    Io(&'static str, std::io::Error),
+    ClosedBeforeHead(Vec<u8>),
+    NoStatus(String),
+    NoLength(String),
+    ClosedInBody(String),
+    V2 {
+        status: u16,
+        body: Vec<u8>,
+    },
+    NotSettings([u8; 9]),
+}
+
+impl std::fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TlsFailure::Connect(addr, e) => write!(f, "connect to {addr}: {e}"),
+            TlsFailure::Timeouts(e) => write!(f, "{e}"),
+            TlsFailure::Client(e) => write!(f, "{e}"),
+            TlsFailure::Handshake(e) => write!(f, "TLS handshake: {e}"),
+            TlsFailure::Io(step, e) => write!(f, "{step}: {e}"),
+            TlsFailure::ClosedBeforeHead(buf) => write!(
+                f,
+                "connection closed before a response head: {:?}",
+                String::from_utf8_lossy(buf)
+            ),
+            TlsFailure::NoStatus(head) => write!(f, "no HTTP/1.1 status line: {head:?}"),
+            TlsFailure::NoLength(head) => write!(f, "no Content-Length: {head:?}"),
+            TlsFailure::ClosedInBody(head) => {
+                write!(f, "connection closed in the body: {head:?}")
+            }
+            TlsFailure::V2 { status, body } => {
+                write!(f, "GET /v2/: {status} {:?}", String::from_utf8_lossy(body))
+            }
+            TlsFailure::NotSettings(frame) => {
+                write!(f, "first HTTP/2 frame is not SETTINGS: {frame:?}")
+            }
+        }
+    }
+}
+
 /// One TLS connection to chartreg, handshake done.
 struct Tls {
     stream: StreamOwned<ClientConnection, TcpStream>,
@@ -227,17 +275,16 @@ struct Tls {
 
 impl Tls {
     /// A new TCP connection and a full handshake for [`NAME`].
-    fn connect(addr: SocketAddr, config: &Arc<ClientConfig>) -> Result<Tls, String> {
+    fn connect(addr: SocketAddr, config: &Arc<ClientConfig>) -> Result<Tls, TlsFailure> {
         let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-            .map_err(|e| format!("connect to {addr}: {e}"))?;
+            .map_err(|e| TlsFailure::Connect(addr, e))?;
         sock.set_read_timeout(Some(Duration::from_secs(5)))
             .and_then(|()| sock.set_write_timeout(Some(Duration::from_secs(5))))
-            .map_err(|e| e.to_string())?;
+            .map_err(TlsFailure::Timeouts)?;
         let name = ServerName::try_from(NAME).expect("a DNS name");
-        let mut conn = ClientConnection::new(config.clone(), name).map_err(|e| e.to_string())?;
+        let mut conn = ClientConnection::new(config.clone(), name).map_err(TlsFailure::Client)?;
         while conn.is_handshaking() {
-            conn.complete_io(&mut sock)
-                .map_err(|e| format!("TLS handshake: {e}"))?;
+            conn.complete_io(&mut sock).map_err(TlsFailure::Handshake)?;
         }
         Ok(Tls {
             stream: StreamOwned::new(conn, sock),
@@ -274,13 +321,13 @@ impl Tls {
     }
 
     /// `GET /v2/` over HTTP/1.1 on this connection (kept open): the status and body.
-    fn get_v2(&mut self) -> Result<(u16, Vec<u8>), String> {
+    fn get_v2(&mut self) -> Result<(u16, Vec<u8>), TlsFailure> {
         let request =
             format!("GET /v2/ HTTP/1.1\r\nHost: {NAME}\r\nUser-Agent: chartreg-tls-test\r\n\r\n");
         self.stream
             .write_all(request.as_bytes())
             .and_then(|()| self.stream.flush())
-            .map_err(|e| format!("send request: {e}"))?;
+            .map_err(|e| TlsFailure::Io("send request", e))?;
         let mut buf = Vec::new();
         let mut chunk = [0u8; 4096];
         let head_end = loop {
@@ -290,12 +337,9 @@ impl Tls {
             let n = self
                 .stream
                 .read(&mut chunk)
-                .map_err(|e| format!("read response head: {e}"))?;
+                .map_err(|e| TlsFailure::Io("read response head", e))?;
             if n == 0 {
-                return Err(format!(
-                    "connection closed before a response head: {:?}",
-                    String::from_utf8_lossy(&buf)
-                ));
+                return Err(TlsFailure::ClosedBeforeHead(buf));
             }
             buf.extend_from_slice(&chunk[..n]);
         };
@@ -306,20 +350,20 @@ impl Tls {
             .and_then(|l| l.strip_prefix("HTTP/1.1 "))
             .and_then(|l| l.get(..3))
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| format!("no HTTP/1.1 status line: {head:?}"))?;
+            .ok_or_else(|| TlsFailure::NoStatus(head.clone()))?;
         let length: usize = lines
             .filter_map(|l| l.split_once(':'))
             .find(|(n, _)| n.trim().eq_ignore_ascii_case("content-length"))
             .and_then(|(_, v)| v.trim().parse().ok())
-            .ok_or_else(|| format!("no Content-Length: {head:?}"))?;
+            .ok_or_else(|| TlsFailure::NoLength(head.clone()))?;
         let mut body = buf[head_end..].to_vec();
         while body.len() < length {
             let n = self
                 .stream
                 .read(&mut chunk)
-                .map_err(|e| format!("read response body: {e}"))?;
+                .map_err(|e| TlsFailure::Io("read response body", e))?;
             if n == 0 {
-                return Err(format!("connection closed in the body: {head:?}"));
+                return Err(TlsFailure::ClosedInBody(head));
             }
             body.extend_from_slice(&chunk[..n]);
         }
@@ -327,39 +371,39 @@ impl Tls {
     }
 
     /// `GET /v2/` answers 200 `{}`.
-    fn check_v2(&mut self) -> Result<(), String> {
+    fn check_v2(&mut self) -> Result<(), TlsFailure> {
         match self.get_v2()? {
             (200, body) if body == b"{}" => Ok(()),
-            (status, body) => Err(format!(
-                "GET /v2/: {status} {:?}",
-                String::from_utf8_lossy(&body)
-            )),
+            (status, body) => Err(TlsFailure::V2 { status, body }),
         }
     }
 
     /// Sends the HTTP/2 connection preface with an empty SETTINGS frame; the server's first
     /// frame must be its SETTINGS (type 4).
-    fn check_h2(&mut self) -> Result<(), String> {
+    fn check_h2(&mut self) -> Result<(), TlsFailure> {
         let mut preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
         preface.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
         self.stream
             .write_all(&preface)
             .and_then(|()| self.stream.flush())
-            .map_err(|e| format!("send HTTP/2 preface: {e}"))?;
+            .map_err(|e| TlsFailure::Io("send HTTP/2 preface", e))?;
         let mut frame = [0u8; 9];
         self.stream
             .read_exact(&mut frame)
-            .map_err(|e| format!("read the server's first HTTP/2 frame: {e}"))?;
+            .map_err(|e| TlsFailure::Io("read the server's first HTTP/2 frame", e))?;
         if frame[3] == 4 {
             Ok(())
         } else {
-            Err(format!("first HTTP/2 frame is not SETTINGS: {frame:?}"))
+            Err(TlsFailure::NotSettings(frame))
         }
     }
 }
 
 /// A new connection, `GET /v2/` checked; the leaf certificate the server presented.
-fn fetch(addr: SocketAddr, config: &Arc<ClientConfig>) -> Result<CertificateDer<'static>, String> {
+fn fetch(
+    addr: SocketAddr,
+    config: &Arc<ClientConfig>,
+) -> Result<CertificateDer<'static>, TlsFailure> {
     let mut tls = Tls::connect(addr, config)?;
     tls.check_v2()?;
     Ok(tls.leaf())

@@ -56,7 +56,7 @@ impl Secret {
 /// it saw (or why it failed).
 struct Probe {
     at: Instant,
-    result: Result<CertificateDer<'static>, String>,
+    result: Result<CertificateDer<'static>, TlsFailure>,
 }
 
 /// A thread making fresh connections (new TCP, full handshake, `GET /v2/`) back to back until
@@ -205,7 +205,9 @@ fn a_rotated_secret_is_picked_up_without_failed_connections() {
 
     let swapped = Instant::now();
     secret.swap("..2026_a", "..2026_b", &new.cert_pem, &new.key_pem);
-    let picked = prober.wait_for(swapped, PICKUP, |p| p.result.as_ref() == Ok(&new.leaf));
+    let picked = prober.wait_for(swapped, PICKUP, |p| {
+        p.result.as_ref().is_ok_and(|leaf| *leaf == new.leaf)
+    });
     // Keep probing for a while (many reload intervals) after the new certificate came.
     let after = picked.unwrap_or(swapped);
     thread::sleep(RELOAD * 5);
@@ -305,7 +307,9 @@ fn a_bad_new_pair_is_ignored_until_a_good_one_comes() {
     let good_swap = Instant::now();
     let log_before_good_swap = server.log();
     secret.swap("..2026_b", "..2026_c", &next.cert_pem, &next.key_pem);
-    let picked = prober.wait_for(good_swap, PICKUP, |p| p.result.as_ref() == Ok(&next.leaf));
+    let picked = prober.wait_for(good_swap, PICKUP, |p| {
+        p.result.as_ref().is_ok_and(|leaf| *leaf == next.leaf)
+    });
     let after = picked.unwrap_or(good_swap);
     thread::sleep(RELOAD * 3);
     prober.wait_count(after, 20);

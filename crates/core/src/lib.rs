@@ -5,6 +5,7 @@
 //!   digests; media types; the OCI image layout documents and an in-memory layout builder).
 //! - [`content`]: the immutable in-memory [`content::Registry`] built from any set of
 //!   (path, bytes) pairs holding OCI image layouts, its checks and its listings.
+//! - [`json`]: JSON strings quoted by functions that cannot fail.
 //! - [`tree`]: files to write (documents in memory, blobs by reference to the file holding
 //!   them), reading a folder, and writing a tree into place without damaging what was there.
 //!
@@ -18,5 +19,6 @@
 //! boundary, which cost the request path several per cent when the crates were split.
 
 pub mod content;
+pub mod json;
 pub mod oci;
 pub mod tree;

@@ -17,10 +17,12 @@
 //! order, stable first, which `--version` then pulls.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
-use chartreg_core::content::{Kind, Registry, Repository};
+use chartreg_core::content::{Kind, Registry, Repository, Unreadable};
+use chartreg_core::json;
 use chartreg_core::oci::Reference;
+
+use crate::web::model::chart_parts;
 
 use crate::versions::{helm_latest, order};
 
@@ -52,6 +54,8 @@ pub enum AddonsError {
     UnknownExcluded(String),
     #[error("no chart under `{0}/` is left to list (--only-mapped, --exclude)")]
     NothingLeft(String),
+    #[error(transparent)]
+    Unreadable(#[from] Unreadable),
 }
 
 /// One chart version the ConfigMap lists.
@@ -70,36 +74,44 @@ struct Chart {
 }
 
 /// The Chart.yaml version of the chart that `tag` (or the alias chartreg answers it with)
-/// names in `repository`; `None` when that is no chart.
-fn chart_version(repository: &Repository, tag: &str) -> Option<String> {
-    let manifest = repository
-        .manifest(&Reference::Tag(tag.parse().ok()?))
-        .ok()?;
-    if repository.artifact(manifest, Some(tag)).kind != Kind::Chart {
-        return None;
+/// names in `repository`; `None` when that is no chart, or a chart whose metadata has no
+/// `version` string (which Helm could not install either).
+fn chart_version(repository: &Repository, tag: &str) -> Result<Option<String>, Unreadable> {
+    // `tag` comes from the repository's tags or its tags list: a valid tag naming a manifest.
+    let manifest = tag
+        .parse()
+        .ok()
+        .and_then(|tag| repository.manifest(&Reference::Tag(tag)).ok());
+    let Some(manifest) = manifest else {
+        return Ok(None);
+    };
+    if repository.artifact(manifest, Some(tag))?.kind != Kind::Chart {
+        return Ok(None);
     }
-    let m: serde_json::Value = serde_json::from_slice(&manifest.data).ok()?;
-    let digest = m.get("config")?.get("digest")?.as_str()?.parse().ok()?;
-    let config = repository.blob(&digest).ok()?;
-    let config: serde_json::Value = serde_json::from_slice(&config.data).ok()?;
-    Some(config.get("version")?.as_str()?.to_owned())
+    let version = chart_parts(repository, manifest)?.and_then(|parts| {
+        let version = parts.metadata.get("version")?.as_str()?;
+        Some(version.to_owned())
+    });
+    Ok(version)
 }
 
 /// The chart in `repository`, if it holds any chart version.
-fn chart(repository: &Repository) -> Option<Chart> {
-    let mut versions: Vec<String> = repository
-        .tags()
-        .into_iter()
-        .filter_map(|tag| chart_version(repository, tag))
-        .collect();
+fn chart(repository: &Repository) -> Result<Option<Chart>, Unreadable> {
+    let mut versions = Vec::new();
+    for tag in repository.tags() {
+        versions.extend(chart_version(repository, tag)?);
+    }
     if versions.is_empty() {
-        return None;
+        return Ok(None);
     }
     versions.sort_by(|a, b| order(a).cmp(&order(b)).then_with(|| a.cmp(b)));
     versions.dedup();
     let listed = repository.tag_list().names().iter().map(String::as_str);
-    let latest = helm_latest(listed).and_then(|tag| chart_version(repository, tag));
-    Some(Chart { versions, latest })
+    let latest = match helm_latest(listed) {
+        Some(tag) => chart_version(repository, tag)?,
+        None => None,
+    };
+    Ok(Some(Chart { versions, latest }))
 }
 
 impl Chart {
@@ -140,7 +152,7 @@ pub fn entries(registry: &Registry, request: &Request) -> Result<Vec<Entry>, Add
         if name.contains('/') {
             continue;
         }
-        if let Some(chart) = chart(repository) {
+        if let Some(chart) = chart(repository)? {
             charts.insert(name.to_owned(), chart);
         }
     }
@@ -212,31 +224,27 @@ fn scalar(text: &str) -> String {
         text.to_owned()
     } else {
         // A JSON string is a YAML double-quoted scalar.
-        serde_json::to_string(text).unwrap_or_default()
+        json::string(text)
     }
 }
 
 /// The ConfigMap as YAML.
 pub fn config_map(entries: &[Entry], request: &Request) -> String {
     let mut out = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n");
-    let _ = writeln!(out, "  name: {}", scalar(&request.name));
+    let mut line = |parts: &[&str]| {
+        parts.iter().for_each(|part| out.push_str(part));
+        out.push('\n');
+    };
+    line(&["  name: ", &scalar(&request.name)]);
     if let Some(namespace) = &request.namespace {
-        let _ = writeln!(out, "  namespace: {}", scalar(namespace));
+        line(&["  namespace: ", &scalar(namespace)]);
     }
-    out.push_str("data:\n");
+    line(&["data:"]);
     for e in entries {
-        let _ = writeln!(
-            out,
-            "  {}: |",
-            serde_json::to_string(&e.key).unwrap_or_default()
-        );
-        let _ = writeln!(out, "    ChartName: {}", scalar(&e.chart));
-        let _ = writeln!(out, "    ChartVersion: {}", scalar(&e.version));
-        let _ = writeln!(
-            out,
-            "    RepositoryURL: {}",
-            scalar(&request.repository_url)
-        );
+        line(&["  ", &json::string(&e.key), ": |"]);
+        line(&["    ChartName: ", &scalar(&e.chart)]);
+        line(&["    ChartVersion: ", &scalar(&e.version)]);
+        line(&["    RepositoryURL: ", &scalar(&request.repository_url)]);
     }
     out
 }

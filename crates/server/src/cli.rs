@@ -96,6 +96,7 @@ pub struct ServeArgs {
 }
 
 /// Durations are written with a unit: `500ms`, `5s`, `1m`.
+// A clap value parser: clap takes its errors as `String`.
 fn duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("`{s}` is not a duration with a unit such as 500ms or 5s: {e}"))
@@ -155,13 +156,34 @@ pub struct AddonsArgs {
     pub all_versions: bool,
 }
 
+/// Why the mapping file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MappingError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: line {number}: expected `KEY: CHART`, not `{line}`", path.display())]
+    Line {
+        path: PathBuf,
+        number: usize,
+        line: String,
+    },
+}
+
+/// Data key -> chart name, as the mapping file gives them.
+type Mapping = std::collections::BTreeMap<String, String>;
+
 /// The mapping file: `KEY: CHART` lines, `#` comments; errors name the line.
-fn read_mapping(
-    path: &std::path::Path,
-) -> Result<std::collections::BTreeMap<String, String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut mapping = std::collections::BTreeMap::new();
+fn read_mapping(path: &std::path::Path) -> Result<Mapping, MappingError> {
+    let text = std::fs::read_to_string(path).map_err(|source| MappingError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut mapping = Mapping::new();
     for (n, line) in text.lines().enumerate() {
+        // `split` yields at least one piece.
         let line = line.split(" #").next().unwrap_or_default().trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -172,11 +194,11 @@ fn read_mapping(
                 mapping.insert(unquote(key), unquote(chart));
             }
             _ => {
-                return Err(format!(
-                    "{}: line {}: expected `KEY: CHART`, not `{line}`",
-                    path.display(),
-                    n + 1
-                ));
+                return Err(MappingError::Line {
+                    path: path.to_owned(),
+                    number: n.saturating_add(1),
+                    line: line.to_owned(),
+                });
             }
         }
     }
@@ -241,8 +263,10 @@ enum CommandError {
     Verify(usize),
     #[error(transparent)]
     Digest(#[from] inspect::DigestError),
-    #[error("{0}")]
-    Mapping(String),
+    #[error(transparent)]
+    Unreadable(#[from] chartreg_core::content::Unreadable),
+    #[error(transparent)]
+    Mapping(#[from] MappingError),
     #[error(transparent)]
     Addons(#[from] addons::AddonsError),
 }
@@ -268,7 +292,7 @@ fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandErr
         };
     }
     let (registry, _) = load(content)?;
-    let rows = inspect::rows(&registry);
+    let rows = inspect::rows(&registry)?;
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         serde_json::to_writer_pretty(&mut out, &rows)
@@ -286,7 +310,7 @@ fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandErr
 
 fn addons_config(args: &AddonsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
     let mapping = match &args.mapping {
-        Some(path) => read_mapping(path).map_err(CommandError::Mapping)?,
+        Some(path) => read_mapping(path)?,
         None => Default::default(),
     };
     let request = addons::Request {
@@ -321,4 +345,50 @@ fn verify(content: impl FnOnce() -> Content) -> Result<(), CommandError> {
         eprintln!("chartreg: {problem}");
     }
     Err(CommandError::Verify(problems.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("greeter: hello # the greeter\n\"nfd\": 'node-feature-discovery'\n", Ok(&[("greeter", "hello"), ("nfd", "node-feature-discovery")][..]))]
+    #[case(
+        "# only a comment\n\nok: chart\nno colon here\n",
+        Err("line 4: expected `KEY: CHART`, not `no colon here`")
+    )]
+    #[case(": chart\n", Err("line 1: expected `KEY: CHART`, not `: chart`"))]
+    fn mapping_files(#[case] text: &str, #[case] expected: Result<&[(&str, &str)], &str>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mapping.yaml");
+        std::fs::write(&path, text).unwrap();
+        match (read_mapping(&path), expected) {
+            (Ok(mapping), Ok(pairs)) => {
+                let pairs: Vec<(String, String)> = pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect();
+                assert_eq!(mapping.into_iter().collect::<Vec<_>>(), pairs);
+            }
+            (Err(e @ MappingError::Line { .. }), Err(message)) => {
+                assert_eq!(e.to_string(), format!("{}: {message}", path.display()));
+            }
+            (got, _) => panic!("{got:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_mapping_file_is_named() {
+        let path = std::path::Path::new("/nonexistent/mapping.yaml");
+        let e = read_mapping(path).unwrap_err();
+        assert!(
+            matches!(&e, MappingError::Read { path: p, .. } if p == path),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().starts_with("/nonexistent/mapping.yaml: "),
+            "{e}"
+        );
+    }
 }

@@ -17,7 +17,9 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use chartreg_core::content::{Content, ContentFile, Kind, Registry, Repository};
+use chartreg_core::content::{
+    Content, ContentFile, Kind, Manifest, Registry, Repository, Unreadable,
+};
 use chartreg_core::oci::{self, Digest};
 
 /// One row of `chartreg ls`.
@@ -40,53 +42,45 @@ pub struct Listed<'a> {
 }
 
 /// Every row of `ls` for `registry`: repositories in catalog order, tags then referrers.
-pub fn rows(registry: &Registry) -> Vec<Listed<'_>> {
+pub fn rows(registry: &Registry) -> Result<Vec<Listed<'_>>, Unreadable> {
     let mut rows = Vec::new();
     for repository in registry.repositories() {
         for tag in repository.tags() {
-            let Some(digest) = repository.tag_digest(tag) else {
+            // Each tag listed names a stored manifest.
+            let Some(manifest) = repository.tagged(tag) else {
                 continue;
             };
-            rows.push(row(repository, digest, Some(tag), None));
+            rows.push(row(repository, manifest, Some(tag), None)?);
         }
         for (subject, manifest) in repository.referring() {
-            rows.push(row(repository, &manifest.digest, None, Some(subject)));
+            rows.push(row(repository, manifest, None, Some(subject))?);
         }
     }
-    rows
+    Ok(rows)
 }
 
 fn row<'a>(
     repository: &'a Repository,
-    digest: &'a Digest,
+    manifest: &'a Manifest,
     tag: Option<&'a str>,
     subject: Option<&'a Digest>,
-) -> Listed<'a> {
-    let manifest = repository.manifest(&chartreg_core::oci::Reference::Digest(digest.clone()));
-    let artifact = manifest.map(|m| repository.artifact(m, tag)).ok();
-    Listed {
+) -> Result<Listed<'a>, Unreadable> {
+    let artifact = repository.artifact(manifest, tag)?;
+    Ok(Listed {
         repository: repository.name(),
         tag,
-        digest: digest.as_str(),
-        size: repository.pull_size(digest),
-        kind: artifact.as_ref().map_or(Kind::Other, |a| a.kind),
-        platforms: artifact
-            .as_ref()
-            .map(|a| a.platforms.clone())
-            .unwrap_or_default(),
+        digest: manifest.digest.as_str(),
+        size: repository.pull_size(manifest)?,
+        kind: artifact.kind,
+        platforms: artifact.platforms,
         subject: subject.map(Digest::as_str),
-        artifact_type: artifact.and_then(|a| a.artifact_type),
-    }
+        artifact_type: artifact.artifact_type,
+    })
 }
 
 /// Writes the rows as a table, with the total of distinct bytes.
 pub fn write_table(out: &mut impl Write, rows: &[Listed<'_>], total: u64) -> io::Result<()> {
-    let kind = |r: &Listed| {
-        serde_json::to_value(r.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
-    };
+    let kind = |r: &Listed| r.kind.as_str();
     let platforms = |r: &Listed| {
         if r.platforms.is_empty() {
             "-".to_owned()

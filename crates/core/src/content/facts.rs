@@ -100,7 +100,9 @@ fn stale<T>(why: impl Into<String>) -> Result<T, Stale> {
 }
 
 /// The facts of `registry`, loaded from `files` (every body it holds is one of them); `None`
-/// when a file has no sha256 or a count does not fit the format.
+/// when a file has no sha256, a count does not fit the format, or postcard refuses the facts.
+/// No facts lose nothing but start-up time: [`Registry::from_content`] then loads and checks
+/// the files themselves.
 pub fn write(registry: &Registry, files: &[ContentFile]) -> Option<Vec<u8>> {
     let mut sorted: Vec<&ContentFile> = files.iter().collect();
     sorted.sort_unstable_by(|a, b| a.path.cmp(&b.path));
@@ -125,6 +127,7 @@ pub fn write(registry: &Registry, files: &[ContentFile]) -> Option<Vec<u8>> {
             .map(|r| repository_facts(r, &numbers))
             .collect::<Option<_>>()?,
     };
+    // See the doc: without facts, start-up checks the files instead.
     postcard::to_allocvec(&facts).ok()
 }
 

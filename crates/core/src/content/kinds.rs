@@ -4,9 +4,9 @@
 //! that make them use (Helm, cosign, Notation, Syft, SPDX, CycloneDX), and for cosign's tag
 //! schema from the tag's suffix.
 
-use super::{Manifest, Repository};
+use super::{Document, Manifest, Repository, Unreadable};
 use crate::oci::Digest;
-use crate::oci::layout::{ImageIndex, ImageManifest, Platform};
+use crate::oci::layout::{ImageManifest, Platform};
 use crate::oci::media_type::{self, ManifestKind, manifest_kind};
 
 /// The kinds of artifact told apart.
@@ -23,6 +23,19 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The name it is serialised as (`image-index`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Chart => "chart",
+            Kind::Image => "image",
+            Kind::ImageIndex => "image-index",
+            Kind::Signature => "signature",
+            Kind::Sbom => "sbom",
+            Kind::Attestation => "attestation",
+            Kind::Other => "other",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Kind::Chart => "chart",
@@ -119,18 +132,15 @@ impl Manifest {
 
 impl Repository {
     /// What the manifest `manifest` (tagged `tag`, if it is) is.
-    pub fn artifact(&self, manifest: &Manifest, tag: Option<&str>) -> Artifact {
+    pub fn artifact(&self, manifest: &Manifest, tag: Option<&str>) -> Result<Artifact, Unreadable> {
         let mut artifact = Artifact {
             kind: Kind::Other,
             platforms: Vec::new(),
             subject: None,
             artifact_type: None,
         };
-        match manifest_kind(&manifest.media_type) {
-            Some(ManifestKind::Index) => {
-                let Ok(index) = serde_json::from_slice::<ImageIndex>(&manifest.data) else {
-                    return artifact;
-                };
+        match manifest.document()? {
+            Document::Index(index) => {
                 artifact.subject = index.subject.map(|s| s.digest);
                 artifact.platforms = index
                     .manifests
@@ -148,10 +158,7 @@ impl Repository {
                 .unwrap_or(Kind::ImageIndex);
                 artifact.artifact_type = index.artifact_type;
             }
-            Some(ManifestKind::Image) => {
-                let Ok(m) = serde_json::from_slice::<ImageManifest>(&manifest.data) else {
-                    return artifact;
-                };
+            Document::Image(m) => {
                 artifact.subject = m.subject.as_ref().map(|s| s.digest.clone());
                 let predicate = m.annotations.get("dev.sigstore.bundle.predicateType");
                 let types = m
@@ -176,12 +183,13 @@ impl Repository {
                 };
                 artifact.artifact_type = m.artifact_type.clone();
             }
-            None => {}
         }
-        artifact
+        Ok(artifact)
     }
 
-    /// An image's platform, from its config.
+    /// An image's platform, from its config. Loading does not read configs (they are served as
+    /// stored), so one that is missing its platform fields, or is not JSON, shows no platform:
+    /// what is served is the same either way.
     fn platform_of(&self, m: &ImageManifest) -> Option<String> {
         let config = self.blob(&m.config.digest).ok()?;
         let platform: Platform = serde_json::from_slice(&config.data).ok()?;
@@ -208,6 +216,21 @@ impl Repository {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_what_serde_writes() {
+        for kind in [
+            Kind::Chart,
+            Kind::Image,
+            Kind::ImageIndex,
+            Kind::Signature,
+            Kind::Sbom,
+            Kind::Attestation,
+            Kind::Other,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
 
     #[test]
     fn media_types_and_tags_tell_kinds() {

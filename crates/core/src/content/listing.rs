@@ -36,8 +36,7 @@ impl Listing {
                 json.push(',');
             }
             let start = json.len();
-            // Serialising a string cannot fail.
-            json.push_str(&serde_json::to_string(name).unwrap_or_default());
+            crate::json::push_string(&mut json, name);
             spans.push(start..json.len());
         }
         json.push_str("]}");
@@ -56,8 +55,7 @@ impl Listing {
 
     /// The tags list of `repository`: its tags (sorted by the caller).
     pub fn tags(repository: &str, tags: Vec<String>) -> Self {
-        // Serialising a string cannot fail.
-        let name = serde_json::to_string(repository).unwrap_or_default();
+        let name = crate::json::string(repository);
         Listing::new(&format!(r#"{{"name":{name},"tags":["#), tags)
     }
 

@@ -363,7 +363,7 @@ fn valid_media_type(media_type: &str) -> bool {
 }
 
 impl Repository {
-    fn new(name: RepositoryName) -> Self {
+    pub(super) fn new(name: RepositoryName) -> Self {
         Repository {
             name,
             tags: HashMap::default(),

@@ -25,6 +25,7 @@
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 mod compare;
+mod document;
 mod facts;
 mod input;
 mod kinds;
@@ -36,12 +37,12 @@ mod problem;
 use bytes::Bytes;
 use bytestring::ByteString;
 
-use crate::oci::layout::{Descriptor, ImageIndex, ImageManifest};
-use crate::oci::media_type::{ManifestKind, manifest_kind};
+use crate::oci::layout::Descriptor;
 use crate::oci::{Digest, Reference, RepositoryName};
 
 use maps::{HashMap, Sha256Map};
 
+pub use document::{Document, Unreadable};
 pub use facts::Stale;
 pub use input::{Checked, Content, ContentFile, Data};
 pub use kinds::{Artifact, Kind};
@@ -171,8 +172,13 @@ impl Repository {
 
     /// The digest a tag points at.
     pub fn tag_digest(&self, tag: &str) -> Option<&Digest> {
+        self.tagged(tag).map(|m| &m.digest)
+    }
+
+    /// The manifest a tag (as [`Repository::tags`] lists it) points at.
+    pub fn tagged(&self, tag: &str) -> Option<&Manifest> {
         let hash = self.tags.get(tag)?;
-        self.manifests.get(hash).map(|m| &m.digest)
+        self.manifests.get(hash)
     }
 
     /// Descriptors of the manifests that name `subject` as their subject, optionally only
@@ -189,27 +195,20 @@ impl Repository {
             .filter(move |d| artifact_type.is_none() || d.artifact_type.as_deref() == artifact_type)
     }
 
-    /// Bytes a client downloads to pull the manifest `digest`: the manifest and every blob
-    /// and child manifest it references.
-    pub fn pull_size(&self, digest: &Digest) -> u64 {
-        let Some(manifest) = digest.sha256().and_then(|hash| self.manifests.get(&hash)) else {
-            return 0;
-        };
+    /// Bytes a client downloads to pull `manifest` (one of this repository's): the manifest
+    /// and every blob and child manifest it references.
+    pub fn pull_size(&self, manifest: &Manifest) -> Result<u64, Unreadable> {
         let own = manifest.data.len() as u64;
-        let referenced: u64 = references(manifest)
-            .map(|d| {
-                let is_manifest = d
-                    .digest
-                    .sha256()
-                    .is_some_and(|h| self.manifests.contains_key(&h));
-                if is_manifest {
-                    self.pull_size(&d.digest)
-                } else {
-                    d.size
-                }
-            })
-            .fold(0, u64::saturating_add);
-        own.saturating_add(referenced)
+        let mut referenced = 0u64;
+        for d in manifest.document()?.references() {
+            let child = d.digest.sha256().and_then(|h| self.manifests.get(&h));
+            let size = match child {
+                Some(child) => self.pull_size(child)?,
+                None => d.size,
+            };
+            referenced = referenced.saturating_add(size);
+        }
+        Ok(own.saturating_add(referenced))
     }
 
     /// Says that some blobs of the layout are not served, if so.
@@ -232,20 +231,6 @@ impl Repository {
             .filter(|(h, _)| !self.blobs.contains_key(*h));
         blobs.chain(manifests.map(|(h, m)| (h, m.data.len() as u64)))
     }
-}
-
-/// The descriptors a stored (already validated) manifest references.
-fn references(manifest: &Manifest) -> impl Iterator<Item = Descriptor> {
-    let descriptors = match manifest_kind(&manifest.media_type) {
-        Some(ManifestKind::Image) => serde_json::from_slice::<ImageManifest>(&manifest.data)
-            .map(|m| std::iter::once(m.config).chain(m.layers).collect())
-            .unwrap_or_default(),
-        Some(ManifestKind::Index) => serde_json::from_slice::<ImageIndex>(&manifest.data)
-            .map(|i| i.manifests)
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
-    descriptors.into_iter()
 }
 
 /// Counts for the start-up log line and metrics.

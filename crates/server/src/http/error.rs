@@ -5,16 +5,18 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use serde::Serialize;
+use std::sync::Arc;
 
-use chartreg_core::content;
 use chartreg_core::oci::{DigestError, NameError, ReferenceError};
+use chartreg_core::{content, json};
+
+use super::pagination::PageError;
+use crate::web::WebError;
 
 /// Error codes of the OCI distribution spec, plus `PAGINATION_NUMBER_INVALID` and
 /// `RANGE_INVALID` from CNCF distribution and chartreg's own `QUERY_INVALID` and
 /// `REQUEST_HEADER_FIELDS_TOO_LARGE`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     /// Blob unknown to registry.
     BlobUnknown,
@@ -52,9 +54,9 @@ pub enum ApiError {
     #[error("manifest unknown: {0}")]
     TagInvalid(chartreg_core::oci::TagError),
     #[error("invalid pagination: {0}")]
-    Pagination(String),
+    Pagination(#[from] PageError),
     #[error("invalid referrers query: {0}")]
-    ReferrersQuery(String),
+    ReferrersQuery(serde_urlencoded::de::Error),
     #[error("range not satisfiable for a blob of {size} bytes")]
     RangeNotSatisfiable { size: u64 },
     #[error("this registry is read-only: {0} is not supported")]
@@ -66,6 +68,31 @@ pub enum ApiError {
     /// Cannot happen with content that loaded; answered 500 rather than a panic.
     #[error("internal error: {0}")]
     Internal(&'static str),
+    /// The pages could not be made from this content (said once, when they were made).
+    #[error("the pages cannot be made: {0}")]
+    Pages(Arc<WebError>),
+    /// A referrers index that serde_json refused to write.
+    #[error("cannot write the referrers index: {0}")]
+    ReferrersIndex(serde_json::Error),
+}
+
+impl ErrorCode {
+    /// The code as the envelope spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BlobUnknown => "BLOB_UNKNOWN",
+            ErrorCode::DigestInvalid => "DIGEST_INVALID",
+            ErrorCode::ManifestUnknown => "MANIFEST_UNKNOWN",
+            ErrorCode::NameInvalid => "NAME_INVALID",
+            ErrorCode::NameUnknown => "NAME_UNKNOWN",
+            ErrorCode::Unsupported => "UNSUPPORTED",
+            ErrorCode::PaginationNumberInvalid => "PAGINATION_NUMBER_INVALID",
+            ErrorCode::RangeInvalid => "RANGE_INVALID",
+            ErrorCode::QueryInvalid => "QUERY_INVALID",
+            ErrorCode::RequestHeaderFieldsTooLarge => "REQUEST_HEADER_FIELDS_TOO_LARGE",
+            ErrorCode::Unknown => "UNKNOWN",
+        }
+    }
 }
 
 impl From<ReferenceError> for ApiError {
@@ -91,29 +118,23 @@ impl ApiError {
             ApiError::RangeNotSatisfiable { .. } => ErrorCode::RangeInvalid,
             ApiError::MethodNotAllowed(_) | ApiError::NoRoute(_) => ErrorCode::Unsupported,
             ApiError::HeadersTooLarge(_) => ErrorCode::RequestHeaderFieldsTooLarge,
-            ApiError::Internal(_) => ErrorCode::Unknown,
+            ApiError::Internal(_) | ApiError::Pages(_) | ApiError::ReferrersIndex(_) => {
+                ErrorCode::Unknown
+            }
         }
     }
 }
 
-#[derive(Serialize)]
-struct Envelope<'a> {
-    errors: [Info<'a>; 1],
-}
-
-#[derive(Serialize)]
-struct Info<'a> {
-    code: ErrorCode,
-    message: &'a str,
-}
-
-/// The distribution spec's error envelope of one error, as JSON.
+/// The distribution spec's error envelope of one error, as JSON:
+/// `{"errors":[{"code":"<CODE>","message":"<message>"}]}`.
 pub fn error_body(code: ErrorCode, message: &str) -> Vec<u8> {
-    let body = Envelope {
-        errors: [Info { code, message }],
-    };
-    // Serialising two strings and an enum cannot fail.
-    serde_json::to_vec(&body).unwrap_or_default()
+    let mut body = String::with_capacity(message.len().saturating_add(64));
+    body.push_str(r#"{"errors":[{"code":""#);
+    body.push_str(code.as_str());
+    body.push_str(r#"","message":"#);
+    json::push_string(&mut body, message);
+    body.push_str("}]}");
+    body.into_bytes()
 }
 
 /// What `Allow` says on a 405.
@@ -132,7 +153,9 @@ impl ResponseError for ApiError {
             ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) | ApiError::Pages(_) | ApiError::ReferrersIndex(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         }
     }
 
@@ -152,5 +175,51 @@ impl ResponseError for ApiError {
             _ => {}
         }
         response.body(error_body(self.code(), &self.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case(ErrorCode::BlobUnknown, "blob `sha256:…` is not known")]
+    #[case(ErrorCode::RequestHeaderFieldsTooLarge, "")]
+    #[case(ErrorCode::Unsupported, "GET /v2/\"quoted\"\\path\n\u{1}")]
+    #[case(ErrorCode::Unknown, "<script>&")]
+    fn the_envelope_is_the_specs_json(#[case] code: ErrorCode, #[case] message: &str) {
+        let body: serde_json::Value = serde_json::from_slice(&error_body(code, message)).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"errors": [{"code": code.as_str(), "message": message}]})
+        );
+    }
+
+    #[test]
+    fn codes_are_screaming_snake_case_of_their_names() {
+        for code in [
+            ErrorCode::BlobUnknown,
+            ErrorCode::DigestInvalid,
+            ErrorCode::ManifestUnknown,
+            ErrorCode::NameInvalid,
+            ErrorCode::NameUnknown,
+            ErrorCode::Unsupported,
+            ErrorCode::PaginationNumberInvalid,
+            ErrorCode::RangeInvalid,
+            ErrorCode::QueryInvalid,
+            ErrorCode::RequestHeaderFieldsTooLarge,
+            ErrorCode::Unknown,
+        ] {
+            let name = format!("{code:?}");
+            let mut snake = String::new();
+            for (i, c) in name.char_indices() {
+                if i > 0 && c.is_ascii_uppercase() {
+                    snake.push('_');
+                }
+                snake.push(c.to_ascii_uppercase());
+            }
+            assert_eq!(code.as_str(), snake);
+        }
     }
 }

@@ -47,7 +47,7 @@ fn page(req: &HttpRequest, listing: &Listing) -> Result<HttpResponse, ApiError> 
     if req.query_string().is_empty() {
         return Ok(json_bytes(listing.page(0..names.len())));
     }
-    let page = Page::parse(req.query_string()).map_err(ApiError::Pagination)?;
+    let page = Page::parse(req.query_string())?;
     let (range, more) = page.apply(names);
     let link = match (
         more,

@@ -28,7 +28,7 @@ pub(super) fn get(
     route: &WebRoute,
 ) -> Result<HttpResponse, ApiError> {
     let ops = Ops::of(req)?;
-    let web = ops.web.get(registry);
+    let web = ops.web.get(registry).map_err(ApiError::Pages)?;
     match route {
         WebRoute::Home => Ok(page(req, &web.overview)),
         WebRoute::Repository(name) => {

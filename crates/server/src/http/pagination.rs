@@ -17,6 +17,15 @@ pub struct Page {
     pub last: Option<String>,
 }
 
+/// A query string that does not say which page.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    #[error("{0}")]
+    Query(serde_urlencoded::de::Error),
+    #[error("`n` must be a non-negative whole number, not `{0}`")]
+    N(String),
+}
+
 #[derive(Deserialize)]
 struct Raw {
     n: Option<String>,
@@ -25,14 +34,11 @@ struct Raw {
 
 impl Page {
     /// Parses a query string such as `n=10&last=1.0.0`.
-    pub fn parse(query: &str) -> Result<Page, String> {
-        let raw: Raw = serde_urlencoded::from_str(query).map_err(|e| e.to_string())?;
-        let n = match raw.n.as_deref() {
+    pub fn parse(query: &str) -> Result<Page, PageError> {
+        let raw: Raw = serde_urlencoded::from_str(query).map_err(PageError::Query)?;
+        let n = match raw.n {
             None => None,
-            Some(n) => Some(
-                n.parse::<usize>()
-                    .map_err(|_| format!("`n` must be a non-negative whole number, not `{n}`"))?,
-            ),
+            Some(n) => Some(n.parse::<usize>().map_err(|_| PageError::N(n))?),
         };
         let last = raw.last.filter(|l| !l.is_empty());
         Ok(Page { n, last })
@@ -89,14 +95,25 @@ mod tests {
     }
 
     #[rstest]
-    #[case("n=-1")]
-    #[case("n=abc")]
-    #[case("n=")]
-    #[case("n=1.5")]
-    #[case("n=99999999999999999999999999")]
-    #[case("n=1&n=2")]
-    fn bad_n(#[case] query: &str) {
-        assert!(Page::parse(query).is_err(), "{query}");
+    #[case("n=-1", Some("-1"))]
+    #[case("n=abc", Some("abc"))]
+    #[case("n=", Some(""))]
+    #[case("n=1.5", Some("1.5"))]
+    #[case("n=99999999999999999999999999", Some("99999999999999999999999999"))]
+    #[case("n=1&n=2", None)]
+    fn bad_n(#[case] query: &str, #[case] bad: Option<&str>) {
+        let error = Page::parse(query).unwrap_err();
+        match (&error, bad) {
+            (PageError::N(n), Some(bad)) => {
+                assert_eq!(n, bad);
+                assert_eq!(
+                    error.to_string(),
+                    format!("`n` must be a non-negative whole number, not `{bad}`")
+                );
+            }
+            (PageError::Query(_), None) => {}
+            _ => panic!("{query}: {error:?}"),
+        }
     }
 
     #[test]

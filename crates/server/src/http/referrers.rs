@@ -33,8 +33,8 @@ pub(super) fn get(
     name: &RepositoryName,
     subject: &Digest,
 ) -> Result<HttpResponse, ApiError> {
-    let query: Query = serde_urlencoded::from_str(req.query_string())
-        .map_err(|e| ApiError::ReferrersQuery(e.to_string()))?;
+    let query: Query =
+        serde_urlencoded::from_str(req.query_string()).map_err(ApiError::ReferrersQuery)?;
     let artifact_type = query.artifact_type.filter(|t| !t.is_empty());
     let repository = registry.repository(name)?;
     let index = ReferrersIndex {
@@ -45,8 +45,7 @@ pub(super) fn get(
             .collect(),
         annotations: Annotations::new(),
     };
-    // Serialising these plain data types cannot fail.
-    let data = serde_json::to_vec(&index).unwrap_or_default();
+    let data = serde_json::to_vec(&index).map_err(ApiError::ReferrersIndex)?;
     let mut response = HttpResponse::Ok();
     response.insert_header((
         header::CONTENT_TYPE,

@@ -322,6 +322,7 @@ pub fn route(method: &Method, path: &str) -> Routed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::ErrorCode;
     use rstest::rstest;
 
     #[rstest]
@@ -356,14 +357,11 @@ mod tests {
         assert_eq!(Shape::of(path), expected);
     }
 
-    fn routed(method: Method, path: &str) -> (Option<&'static str>, Result<Route, String>) {
+    fn routed(method: Method, path: &str) -> (Option<&'static str>, Result<Route, ErrorCode>) {
         let r = route(&method, path);
         (
             r.endpoint.map(Endpoint::label),
-            r.route.map_err(|e| {
-                let code = serde_json::to_value(e.code()).unwrap();
-                code.as_str().unwrap().to_owned()
-            }),
+            r.route.map_err(|e| e.code()),
         )
     }
 
@@ -374,15 +372,50 @@ mod tests {
     #[case(Method::GET, "/v2/a/manifests/v1", Some("manifests"), Ok(Route::Manifest("a".parse().unwrap(), "v1".parse().unwrap())))]
     #[case(Method::GET, "/v2/a/blobs/sha256:0000000000000000000000000000000000000000000000000000000000000000", Some("blobs"), Ok(Route::Blob("a".parse().unwrap(), "sha256:0000000000000000000000000000000000000000000000000000000000000000".parse().unwrap())))]
     #[case(Method::GET, "/v2/a/referrers/sha256:0000000000000000000000000000000000000000000000000000000000000000", Some("referrers"), Ok(Route::Referrers("a".parse().unwrap(), "sha256:0000000000000000000000000000000000000000000000000000000000000000".parse().unwrap())))]
-    #[case(Method::GET, "/v2/A/manifests/v1", Some("manifests"), Err("NAME_INVALID".to_owned()))]
-    #[case(Method::GET, "/v2/a/manifests/sha256:short", Some("manifests"), Err("DIGEST_INVALID".to_owned()))]
-    #[case(Method::GET, "/v2/a/manifests/not%20a%20tag", Some("manifests"), Err("MANIFEST_UNKNOWN".to_owned()))]
+    #[case(
+        Method::GET,
+        "/v2/A/manifests/v1",
+        Some("manifests"),
+        Err(ErrorCode::NameInvalid)
+    )]
+    #[case(
+        Method::GET,
+        "/v2/a/manifests/sha256:short",
+        Some("manifests"),
+        Err(ErrorCode::DigestInvalid)
+    )]
+    #[case(
+        Method::GET,
+        "/v2/a/manifests/not%20a%20tag",
+        Some("manifests"),
+        Err(ErrorCode::ManifestUnknown)
+    )]
     #[case(Method::GET, "/v2/a/manifests/1.2.3+build.7", Some("manifests"), Ok(Route::Manifest("a".parse().unwrap(), "1.2.3_build.7".parse().unwrap())))]
-    #[case(Method::GET, "/v2/a/blobs/nope", Some("blobs"), Err("DIGEST_INVALID".to_owned()))]
-    #[case(Method::PUT, "/v2/a/manifests/v1", Some("manifests"), Err("UNSUPPORTED".to_owned()))]
-    #[case(Method::DELETE, "/v2/nothing", Some("other"), Err("UNSUPPORTED".to_owned()))]
-    #[case(Method::GET, "/v2/a/other/x", Some("other"), Err("UNSUPPORTED".to_owned()))]
-    #[case(Method::GET, "/elsewhere", Some("other"), Err("UNSUPPORTED".to_owned()))]
+    #[case(
+        Method::GET,
+        "/v2/a/blobs/nope",
+        Some("blobs"),
+        Err(ErrorCode::DigestInvalid)
+    )]
+    #[case(
+        Method::PUT,
+        "/v2/a/manifests/v1",
+        Some("manifests"),
+        Err(ErrorCode::Unsupported)
+    )]
+    #[case(
+        Method::DELETE,
+        "/v2/nothing",
+        Some("other"),
+        Err(ErrorCode::Unsupported)
+    )]
+    #[case(
+        Method::GET,
+        "/v2/a/other/x",
+        Some("other"),
+        Err(ErrorCode::Unsupported)
+    )]
+    #[case(Method::GET, "/elsewhere", Some("other"), Err(ErrorCode::Unsupported))]
     #[case(
         Method::GET,
         "/healthz",
@@ -396,12 +429,12 @@ mod tests {
         None,
         Ok(Route::Operation(Operation::Metrics))
     )]
-    #[case(Method::POST, "/healthz", None, Err("UNSUPPORTED".to_owned()))]
+    #[case(Method::POST, "/healthz", None, Err(ErrorCode::Unsupported))]
     fn routes(
         #[case] method: Method,
         #[case] path: &str,
         #[case] endpoint: Option<&'static str>,
-        #[case] expected: Result<Route, String>,
+        #[case] expected: Result<Route, ErrorCode>,
     ) {
         assert_eq!(routed(method, path), (endpoint, expected));
     }

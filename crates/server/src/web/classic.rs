@@ -16,8 +16,9 @@ use bytes::Bytes;
 use serde::Serialize;
 
 use chartreg_core::content::{Kind, Registry};
-use chartreg_core::oci::{Digest, Reference};
+use chartreg_core::oci::Digest;
 
+use super::WebError;
 use super::model::chart_parts;
 use crate::versions::newest_first;
 
@@ -61,7 +62,7 @@ struct Index {
 }
 
 impl Classic {
-    pub fn of(registry: &Registry) -> Classic {
+    pub fn of(registry: &Registry) -> Result<Classic, WebError> {
         // prefix -> chart name -> (tag, entry)
         let mut charts: BTreeMap<String, BTreeMap<String, Vec<(String, serde_json::Value)>>> =
             BTreeMap::new();
@@ -71,16 +72,17 @@ impl Classic {
                 continue;
             };
             for tag in repository.tags() {
-                let Some(manifest) = repository
-                    .tag_digest(tag)
-                    .and_then(|d| repository.manifest(&Reference::Digest(d.clone())).ok())
-                else {
+                // Each tag listed names a stored manifest.
+                let Some(manifest) = repository.tagged(tag) else {
                     continue;
                 };
-                if repository.artifact(manifest, Some(tag)).kind != Kind::Chart {
+                if repository.artifact(manifest, Some(tag))?.kind != Kind::Chart {
                     continue;
                 }
-                let Some(parts) = chart_parts(repository, manifest) else {
+                // A chart without metadata `helm repo index` could list (a JSON object with a
+                // name and a version) is left out of the index, as Helm leaves it out; the OCI
+                // API serves it the same.
+                let Some(parts) = chart_parts(repository, manifest)? else {
                     continue;
                 };
                 let serde_json::Value::Object(mut entry) = parts.metadata else {
@@ -142,15 +144,18 @@ impl Classic {
                 entries,
                 generated,
             };
-            // Serialising maps of strings and JSON values cannot fail.
-            let yaml = serde_yaml_ng::to_string(&index).unwrap_or_default();
+            let path = format!("{prefix}/index.yaml");
+            let yaml = match serde_yaml_ng::to_string(&index) {
+                Ok(yaml) => yaml,
+                Err(source) => return Err(WebError::Yaml { path, source }),
+            };
             classic.files.insert(
-                format!("{prefix}/index.yaml"),
+                path,
                 ClassicFile::new(Bytes::from(yaml), "application/yaml"),
             );
             classic.prefixes.push(prefix);
         }
-        classic
+        Ok(classic)
     }
 
     /// The file at `path` (without the leading `/`).

@@ -7,18 +7,19 @@
 //!
 //! All of it is made once, on the first request that needs it ([`Lazy`]), never at start-up
 //! (which stays as fast with 10,000 versions) and never per request: a request joins
-//! pre-rendered pieces with its host, or answers with bytes made beforehand.
+//! pre-rendered pieces with its host, or answers with bytes made beforehand. What cannot be
+//! made ([`WebError`]) is kept as made, and every request for a page answers it (a 500).
 
 pub mod classic;
 pub mod model;
 pub mod page;
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
-use chartreg_core::content::Registry;
+use chartreg_core::content::{Registry, Unreadable};
 
 pub use classic::{Classic, ClassicFile};
 pub use page::{Origin, Pieces, STYLE};
@@ -38,29 +39,44 @@ pub struct Web {
     pub classic: Classic,
 }
 
+/// Why the pages cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    #[error(transparent)]
+    Unreadable(#[from] Unreadable),
+    #[error("cannot write the JSON of {page}: {source}")]
+    Json {
+        /// `/`, or the repository's page `/ui/<name>`.
+        page: String,
+        source: serde_json::Error,
+    },
+    #[error("cannot write /{path}: {source}")]
+    Yaml {
+        path: String,
+        source: serde_yaml_ng::Error,
+    },
+}
+
 impl Web {
-    pub fn of(registry: &Registry) -> Web {
-        let overview = model::Overview::of(registry);
-        let classic = Classic::of(registry);
-        let repositories = overview
-            .repositories
-            .iter()
-            .map(|r| {
-                let page = Page {
-                    html: page::repository(r),
-                    json: json(r),
-                };
-                (r.name.clone(), page)
-            })
-            .collect();
-        Web {
+    pub fn of(registry: &Registry) -> Result<Web, WebError> {
+        let overview = model::Overview::of(registry)?;
+        let classic = Classic::of(registry)?;
+        let mut repositories = HashMap::with_capacity(overview.repositories.len());
+        for r in &overview.repositories {
+            let page = Page {
+                html: page::repository(r),
+                json: json(&format!("/ui/{}", r.name), r)?,
+            };
+            repositories.insert(r.name.clone(), page);
+        }
+        Ok(Web {
             overview: Page {
                 html: page::overview(&overview, &classic.prefixes),
-                json: json(&overview),
+                json: json("/", &overview)?,
             },
             repositories,
             classic,
-        }
+        })
     }
 
     /// The page of the repository `name`.
@@ -69,17 +85,32 @@ impl Web {
     }
 }
 
-fn json(value: &impl serde::Serialize) -> Bytes {
-    // Serialising the views (strings, numbers, lists) cannot fail.
-    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
+/// The JSON of the page at `page`.
+fn json(page: &str, value: &impl serde::Serialize) -> Result<Bytes, WebError> {
+    match serde_json::to_vec(value) {
+        Ok(json) => Ok(Bytes::from(json)),
+        Err(source) => Err(WebError::Json {
+            page: page.to_owned(),
+            source,
+        }),
+    }
 }
 
-/// [`Web`], made on first use.
+/// [`Web`], made on first use (or why it cannot be, shared by every request that asks).
 #[derive(Debug, Default)]
-pub struct Lazy(OnceLock<Web>);
+pub struct Lazy(OnceLock<Result<Web, Arc<WebError>>>);
 
 impl Lazy {
-    pub fn get(&self, registry: &Registry) -> &Web {
-        self.0.get_or_init(|| Web::of(registry))
+    pub fn get(&self, registry: &Registry) -> Result<&Web, Arc<WebError>> {
+        let made = self.0.get_or_init(|| {
+            Web::of(registry).map_err(|e| {
+                log::error!("the pages cannot be made: {e}");
+                Arc::new(e)
+            })
+        });
+        match made {
+            Ok(web) => Ok(web),
+            Err(e) => Err(Arc::clone(e)),
+        }
     }
 }

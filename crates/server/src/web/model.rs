@@ -6,8 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use chartreg_core::content::{Kind, Manifest, Registry, Repository};
-use chartreg_core::oci::layout::ImageManifest;
+use chartreg_core::content::{Document, Kind, Manifest, Registry, Repository, Unreadable};
 use chartreg_core::oci::media_type::{HELM_CHART, HELM_PROVENANCE};
 use chartreg_core::oci::{Digest, Reference};
 
@@ -96,9 +95,25 @@ pub struct ChartParts<'a> {
     pub created: Option<String>,
 }
 
-/// The stored parts of the chart `manifest` in `repository`, if it is a chart.
-pub fn chart_parts<'a>(repository: &'a Repository, manifest: &Manifest) -> Option<ChartParts<'a>> {
-    let m: ImageManifest = serde_json::from_slice(&manifest.data).ok()?;
+/// The stored parts of the chart `manifest` in `repository`, if it is a chart: an image
+/// manifest with a chart layer whose config is JSON. Loading does not read configs (they are
+/// served as stored): a chart whose config is not JSON has no parts to show, and is served the
+/// same.
+pub fn chart_parts<'a>(
+    repository: &'a Repository,
+    manifest: &Manifest,
+) -> Result<Option<ChartParts<'a>>, Unreadable> {
+    let Document::Image(m) = manifest.document()? else {
+        return Ok(None);
+    };
+    Ok(parts_of(repository, &m))
+}
+
+fn parts_of<'a>(
+    repository: &'a Repository,
+    m: &chartreg_core::oci::layout::ImageManifest,
+) -> Option<ChartParts<'a>> {
+    // Every blob a stored manifest references is stored.
     let config = repository.blob(&m.config.digest).ok()?;
     let metadata: serde_json::Value = serde_json::from_slice(&config.data).ok()?;
     let layer = |media_type: &str| {
@@ -132,27 +147,29 @@ fn is_attachment(kind: Kind) -> bool {
 }
 
 impl Overview {
-    pub fn of(registry: &Registry) -> Overview {
-        Overview {
-            repositories: registry.repositories().map(repository_view).collect(),
-        }
+    pub fn of(registry: &Registry) -> Result<Overview, Unreadable> {
+        Ok(Overview {
+            repositories: registry
+                .repositories()
+                .map(repository_view)
+                .collect::<Result<_, _>>()?,
+        })
     }
 }
 
-fn repository_view(repository: &Repository) -> RepositoryView {
+fn repository_view(repository: &Repository) -> Result<RepositoryView, Unreadable> {
     let manifest_of =
         |digest: &Digest| repository.manifest(&Reference::Digest(digest.clone())).ok();
     // Tags that attach to another version (cosign's schema) are shown with it.
     let mut tagged_attachments: Vec<(Digest, Attached)> = Vec::new();
     let mut versions = Vec::new();
     for tag in repository.tags() {
-        let Some(digest) = repository.tag_digest(tag) else {
+        // Each tag listed names a stored manifest.
+        let Some(manifest) = repository.tagged(tag) else {
             continue;
         };
-        let Some(manifest) = manifest_of(digest) else {
-            continue;
-        };
-        let artifact = repository.artifact(manifest, Some(tag));
+        let digest = &manifest.digest;
+        let artifact = repository.artifact(manifest, Some(tag))?;
         if let Some(subject) = tag_subject(tag)
             && is_attachment(artifact.kind)
             && manifest_of(&subject).is_some()
@@ -168,32 +185,35 @@ fn repository_view(repository: &Repository) -> RepositoryView {
             ));
             continue;
         }
-        let chart = (artifact.kind == Kind::Chart)
-            .then(|| chart_parts(repository, manifest))
-            .flatten()
-            .map(|parts| {
-                let mut view: ChartView =
-                    serde_json::from_value(parts.metadata).unwrap_or_default();
-                view.signed = parts.provenance.is_some();
-                view
+        let parts = match artifact.kind {
+            Kind::Chart => chart_parts(repository, manifest)?,
+            _ => None,
+        };
+        let chart = parts.map(|parts| {
+            // Chart.yaml's fields the pages show, each optional: metadata without them (or
+            // with other types) shows empty fields, and the chart is served the same.
+            let mut view: ChartView = serde_json::from_value(parts.metadata).unwrap_or_default();
+            view.signed = parts.provenance.is_some();
+            view
+        });
+        let mut attached = Vec::new();
+        for d in repository.referrers(digest, None) {
+            // Every referrer recorded is a stored manifest.
+            let Some(referrer) = manifest_of(&d.digest) else {
+                continue;
+            };
+            let a = repository.artifact(referrer, None)?;
+            attached.push(Attached {
+                digest: d.digest.to_string(),
+                kind: a.kind,
+                tag: None,
+                artifact_type: a.artifact_type,
             });
-        let attached = repository
-            .referrers(digest, None)
-            .filter_map(|d| {
-                let referrer = manifest_of(&d.digest)?;
-                let a = repository.artifact(referrer, None);
-                Some(Attached {
-                    digest: d.digest.to_string(),
-                    kind: a.kind,
-                    tag: None,
-                    artifact_type: a.artifact_type,
-                })
-            })
-            .collect();
+        }
         versions.push(VersionView {
             tag: tag.to_owned(),
             digest: digest.to_string(),
-            size: repository.pull_size(digest),
+            size: repository.pull_size(manifest)?,
             kind: artifact.kind,
             platforms: artifact.platforms,
             chart,
@@ -207,9 +227,9 @@ fn repository_view(repository: &Repository) -> RepositoryView {
         }
     }
     versions.sort_by(|a, b| newest_first(&a.tag, &b.tag));
-    RepositoryView {
+    Ok(RepositoryView {
         name: repository.name().to_owned(),
         kind: versions.first().map_or(Kind::Other, |v| v.kind),
         versions,
-    }
+    })
 }
