@@ -10,6 +10,8 @@ pub struct Process {
     child: Child,
     pub addr: SocketAddr,
     log: Arc<Mutex<String>>,
+    /// Reads the server's stderr into `log` until the process closes it.
+    reader: Option<thread::JoinHandle<()>>,
 }
 
 /// A line of `/proc/PID/status` (`VmRSS`, `RssAnon`, ...), in KiB; `None` once the process
@@ -81,8 +83,14 @@ impl Process {
     }
 
     /// Waits for the process to exit.
+    /// Waits for the process to exit, then for its last log lines (the reader ends when the
+    /// process closes stderr), so `log()` holds everything it wrote.
     pub fn wait(&mut self) -> std::process::ExitStatus {
-        self.child.wait().expect("chartreg can be waited for")
+        let status = self.child.wait().expect("chartreg can be waited for");
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("the log reader does not panic");
+        }
+        status
     }
 }
 
@@ -181,7 +189,7 @@ impl Process {
         let log = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = mpsc::channel();
         let sink = log.clone();
-        thread::spawn(move || {
+        let reader = thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 {
@@ -197,12 +205,17 @@ impl Process {
             }
         });
         match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(addr) => Process { child, addr, log },
+            Ok(addr) => Process {
+                child,
+                addr,
+                log,
+                reader: Some(reader),
+            },
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                // Give the reader a moment to take the last lines of a process that exited.
-                thread::sleep(Duration::from_millis(100));
+                // The reader ends once the process's stderr is closed: its last lines are in.
+                let _ = reader.join();
                 panic!("chartreg did not start:\n{}", log.lock().unwrap());
             }
         }
