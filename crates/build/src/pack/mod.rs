@@ -311,12 +311,15 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
     })
 }
 
+/// A file `pack` keeps beside the repositories, and its bytes (`None`: the file is not kept).
+type Kept = (&'static str, Option<Vec<u8>>);
+
 /// The small files `pack` keeps beside the repositories: the record and the `.gitignore`.
-fn bookkeeping(record: &Record) -> [(&'static str, Option<Vec<u8>>); 2] {
-    [
-        (RECORD_FILE, Some(record.to_bytes())),
+fn bookkeeping(record: &Record) -> Result<[Kept; 2], RecordError> {
+    Ok([
+        (RECORD_FILE, Some(record.to_bytes()?)),
         (GITIGNORE_FILE, record.gitignore()),
-    ]
+    ])
 }
 
 /// `chartreg-build pack`: reads and lays out the inputs, then writes the output folder.
@@ -381,7 +384,7 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
             stale.push(format!("{name} (imported only now)"));
         }
     }
-    for (file, data) in bookkeeping(&plan.record) {
+    for (file, data) in bookkeeping(&plan.record).map_err(|e| at(out)(Problem::Record(e)))? {
         let present = fs::read(out.join(file)).ok();
         if present != data {
             stale.push(file.to_owned());

@@ -37,6 +37,8 @@ pub enum RecordError {
     },
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
+    #[error("the record cannot be written as JSON: {0}")]
+    Unwritable(#[source] serde_json::Error),
 }
 
 /// What wrote a repository.
@@ -85,18 +87,17 @@ impl Record {
     }
 
     /// The record as it is written: sorted, indented JSON, ending in a newline.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        // Serialising strings in maps cannot fail.
-        let mut data = serde_json::to_vec_pretty(self).unwrap_or_default();
+    pub fn to_bytes(&self) -> Result<Vec<u8>, RecordError> {
+        let mut data = serde_json::to_vec_pretty(self).map_err(RecordError::Unwritable)?;
         data.push(b'\n');
-        data
+        Ok(data)
     }
 
     /// Writes the record and the `.gitignore` into `out` (each replaced by a rename, and only
     /// when it changed; the `.gitignore` removed when there is nothing to ignore).
     pub fn save(&self, out: &Path) -> Result<(), RecordError> {
         for (file, data) in [
-            (RECORD_FILE, Some(self.to_bytes())),
+            (RECORD_FILE, Some(self.to_bytes()?)),
             (GITIGNORE_FILE, self.gitignore()),
         ] {
             let path = out.join(file);
@@ -187,7 +188,7 @@ mod tests {
                 from: "images/x".into(),
             },
         );
-        let bytes = record.to_bytes();
+        let bytes = record.to_bytes().unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
         assert!(text.contains(r#""kind": "layout""#), "{text}");
         assert_eq!(serde_json::from_slice::<Record>(&bytes).unwrap(), record);
