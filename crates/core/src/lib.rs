@@ -16,7 +16,7 @@
 //! The few small functions the server calls on every request (lookups by name, tag and
 //! digest; a digest's text and hash; list pages) are `#[inline]`: without it (or LTO, which
 //! would slow every release build of the tests) they cannot be inlined across the crate
-//! boundary, which cost the request path several per cent when the crates were split.
+//! boundary, which costs the request path several per cent.
 
 pub mod content;
 pub mod json;

@@ -41,7 +41,7 @@ mod plain;
 /// Encrypted bytes one TLS connection may queue (see the module's documentation).
 pub const TLS_SEND_BUFFER: usize = 512 * 1024;
 
-/// How long a TLS handshake may take (actix-tls's default, as before), and how long a new
+/// How long a TLS handshake may take (actix-tls's default), and how long a new
 /// connection on the HTTPS port may take to send its first byte (module `plain`).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
 
