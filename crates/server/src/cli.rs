@@ -2,8 +2,8 @@
 //! `chartreg addons-config`. (Content is made by the other
 //! binary, `chartreg-build`.)
 //!
-//! `main` parses arguments (every `serve` flag also reads a `CHARTREG_*` variable), sets up logging, and
-//! runs one command. Content reaches it as a function returning files, so only the binary
+//! `main` parses arguments (every `serve` flag also reads a `CHARTREG_*` variable), sets up
+//! logging, and runs one command. Content reaches it as a function returning files, so only the binary
 //! embeds anything and tests can run the same commands over other content.
 
 use std::ffi::OsString;
