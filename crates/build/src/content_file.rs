@@ -18,7 +18,6 @@
 //! against its digests first; images served under their upstream repository path), without
 //! the network.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -28,17 +27,8 @@ use crate::pack::{LayoutSpec, LayoutSpecError};
 /// Why the content file could not be taken; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    /// Invalid YAML or an unknown key (serde_yaml names it and its line).
-    #[error("{}: {source}", path.display())]
-    Yaml {
-        path: PathBuf,
-        source: serde_yaml_ng::Error,
-    },
+    #[error(transparent)]
+    File(#[from] crate::yaml_file::Error),
     #[error("{}: layout {repository}: {source}", path.display())]
     Layout {
         path: PathBuf,
@@ -78,15 +68,7 @@ pub struct Layout {
 impl ContentFile {
     /// Reads `path`; every path in it is made relative to the file's folder.
     pub fn read(path: &Path) -> Result<ContentFile, Error> {
-        let text = fs::read_to_string(path).map_err(|source| Error::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let mut file: ContentFile =
-            serde_yaml_ng::from_str(&text).map_err(|source| Error::Yaml {
-                path: path.to_owned(),
-                source,
-            })?;
+        let mut file: ContentFile = crate::yaml_file::read(path)?;
         let base = path.parent().unwrap_or(Path::new(""));
         if let Some(charts) = &mut file.charts {
             for from in &mut charts.from {
@@ -125,6 +107,8 @@ impl ContentFile {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]

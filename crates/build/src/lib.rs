@@ -26,3 +26,4 @@ pub mod import;
 pub mod init;
 pub mod lock;
 pub mod pack;
+pub mod yaml_file;

@@ -21,16 +21,8 @@ pub const VERSION: u32 = 1;
 /// Why a lock could not be read, or does not pin what is on disk; each names the lock file.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{}: {source}", path.display())]
-    Yaml {
-        path: PathBuf,
-        source: serde_yaml_ng::Error,
-    },
+    #[error(transparent)]
+    File(#[from] crate::yaml_file::Error),
     #[error("{}: a lock of version {version}, not {VERSION}", path.display())]
     Version { path: PathBuf, version: u32 },
     #[error(
@@ -235,20 +227,9 @@ impl Lock {
 
     /// The lock at `path`; `None` when there is none.
     pub fn read(path: &Path) -> Result<Option<Lock>, Error> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(Error::Read {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
+        let Some(lock): Option<Lock> = crate::yaml_file::read_if_present(path)? else {
+            return Ok(None);
         };
-        let lock: Lock = serde_yaml_ng::from_str(&text).map_err(|source| Error::Yaml {
-            path: path.to_owned(),
-            source,
-        })?;
         if lock.version != VERSION {
             return Err(Error::Version {
                 path: path.to_owned(),

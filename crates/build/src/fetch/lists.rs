@@ -92,31 +92,15 @@ pub struct Credentials {
 /// Why a list could not be taken; each names the file or the entry.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    /// Invalid YAML or an unknown key (serde_yaml names it, with its line and column).
-    #[error("{}: {source}", path.display())]
-    Yaml {
-        path: PathBuf,
-        source: serde_yaml_ng::Error,
-    },
+    #[error(transparent)]
+    File(#[from] crate::yaml_file::Error),
     #[error("`{0}`: expected oci://HOST/PATH/CHART:VERSION")]
     OciUrl(String),
 }
 
 /// A file read: its YAML decoded strictly, every error naming the file.
 fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    serde_yaml_ng::from_str(&text).map_err(|source| Error::Yaml {
-        path: path.to_owned(),
-        source,
-    })
+    Ok(crate::yaml_file::read(path)?)
 }
 
 impl ChartsFile {
