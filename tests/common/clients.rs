@@ -1,8 +1,43 @@
-//! Helpers for the client tests (Helm, skopeo, curl, oci-client): Helm and skopeo in isolated
-//! home folders, byte comparisons, curl, a CNCF distribution registry to push to, generated
-//! layouts.
+//! The external tools the tests drive (Helm, skopeo, curl, unshare, a CNCF distribution
+//! registry to push to), each found by [`tool`] and isolated from the caller's settings; byte
+//! comparisons and commands' output for failure messages; generated layouts.
+//!
+//! Shared by the server's tests (`tests/common`) and the build tool's (`crates/build/tests/common`,
+//! which includes this file by path); `super::root()` is the repository root on both sides.
 
-use super::*;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::Duration;
+
+use chartreg_core::content::ContentFile;
+
+use super::{root, sha256};
+
+/// An external tool: Helm from `.tools/` (`helm3`, `helm4`), anything else from PATH.
+/// Missing: under `CI=true` the test fails; elsewhere it is skipped with a note.
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let found = match name {
+        "helm3" | "helm4" => {
+            Some(root().join(".tools").join(name).join("helm")).filter(|p| p.is_file())
+        }
+        _ => std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        }),
+    };
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!(
+                "{name} is missing (CI=true): run scripts/install-tools.sh, which `make test` does"
+            );
+        }
+        eprintln!("SKIPPED: {name} is not installed; run scripts/install-tools.sh");
+    }
+    found
+}
 
 /// Makes `cmd` (Helm, or a wrapper that runs it) use its own folders under `home` and none
 /// of the caller's Helm, registry, Kubernetes or TLS settings.
@@ -357,16 +392,13 @@ pub fn try_curl(
 }
 
 /// The CNCF distribution registry (`docker-registry`, via `scripts/run-distribution.sh`) on a
-/// free loopback port, with its storage in a temporary folder; killed on drop, with its log
-/// printed if the test failed.
+/// loopback port it binds itself, with its storage in a temporary folder; killed on drop, with
+/// its log printed if the test failed.
 ///
-/// Ports: distribution cannot be handed a bound socket, so a port is picked by binding
-/// 127.0.0.1:0 and releasing it, which is racy on its own. Two things make it safe:
-/// - if distribution cannot bind (it exits at once with "address already in use"), another
-///   port is tried;
-/// - readiness is proven to be *this* instance, not whatever else may hold the port: a blob
-///   upload is started on the port (POST, 202) and its upload folder must appear in this
-///   instance's own storage folder.
+/// Ports: distribution cannot be handed a bound socket, so it is told to listen on
+/// 127.0.0.1:0 and keeps the port the system gives it; the port is read from the listening
+/// socket the process holds (`/proc/PID/fd` and `/proc/net/tcp`). Readiness is a blob upload
+/// started on that port (POST, 202) whose upload folder appears in this instance's storage.
 pub struct Distribution {
     child: Child,
     pub addr: SocketAddr,
@@ -408,48 +440,37 @@ impl Distribution {
             )
         });
         let script = root().join("scripts").join("run-distribution.sh");
-        let mut failures = String::new();
-        for _attempt in 0..10 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("pick a loopback port")
-                .port();
-            let addr = SocketAddr::from(([127, 0, 0, 1], port));
-            let dir = tempfile::tempdir().expect("temp dir");
-            let log = std::fs::File::create(dir.path().join("registry.log")).expect("log file");
-            let mut command = Command::new("bash");
-            command
-                .arg(&script)
-                .arg(dir.path().join("registry"))
-                .arg(addr.to_string());
-            if let Some(htpasswd) = &htpasswd {
-                let path = dir.path().join("htpasswd");
-                std::fs::write(&path, htpasswd).expect("write htpasswd");
-                command.arg(path);
-            }
-            let child = command
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("log file"))
-                .stderr(log)
-                .spawn()
-                .expect("start scripts/run-distribution.sh");
-            let mut registry = Distribution {
-                child,
-                addr,
-                dir,
-                authorization: authorization.clone(),
-            };
-            match registry.wait_ready(&curl_bin) {
-                Ok(()) => return Some(registry),
-                Err(why) => {
-                    failures.push_str(&format!("{addr}: {why}\n{}\n", registry.log()));
-                    // Dropping kills it if it still runs; try another port.
-                }
-            }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log = std::fs::File::create(dir.path().join("registry.log")).expect("log file");
+        let mut command = Command::new("bash");
+        command
+            .arg(&script)
+            .arg(dir.path().join("registry"))
+            .arg("127.0.0.1:0");
+        if let Some(htpasswd) = &htpasswd {
+            let path = dir.path().join("htpasswd");
+            std::fs::write(&path, htpasswd).expect("write htpasswd");
+            command.arg(path);
         }
-        panic!("distribution did not start on any port:\n{failures}");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .expect("start scripts/run-distribution.sh");
+        let mut registry = Distribution {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            dir,
+            authorization,
+        };
+        if let Err(why) = registry.wait_ready(&curl_bin) {
+            panic!("distribution did not start: {why}\n{}", registry.log());
+        }
+        Some(registry)
     }
 
+    /// Polls until the process listens (its port is then `addr`) and answers as itself.
     fn wait_ready(&mut self, curl_bin: &Path) -> Result<(), NotReady> {
         const PROBE: &str = "chartreg-probe/ready";
         let uploads = self
@@ -463,7 +484,12 @@ impl Distribution {
             if let Some(status) = self.child.try_wait().expect("poll distribution") {
                 return Err(NotReady::Exited(status));
             }
-            if std::net::TcpStream::connect(self.addr).is_ok() {
+            if self.addr.port() == 0
+                && let Some(port) = listening_port(self.child.id())
+            {
+                self.addr.set_port(port);
+            }
+            if self.addr.port() != 0 {
                 let url = format!("http://{}/v2/{PROBE}/blobs/uploads/", self.addr);
                 let mut headers = vec![("Content-Length", "0")];
                 if let Some(authorization) = &self.authorization {
@@ -517,6 +543,32 @@ impl std::fmt::Display for NotReady {
             NotReady::Silent => f.write_str("distribution did not answer within 20 s"),
         }
     }
+}
+
+/// The port of the TCP socket process `pid` listens on (on 127.0.0.1), if it has one yet: its
+/// sockets' inodes (`/proc/PID/fd`) found among the listening sockets of `/proc/net/tcp`.
+fn listening_port(pid: u32) -> Option<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    // `sl local_address rem_address st ... inode`: local as `0100007F:PORT` in hex, state 0A
+    // is LISTEN, the inode is the tenth field.
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
+        if *state != "0A" || !inodes.iter().any(|i| i == inode) {
+            return None;
+        }
+        let (address, port) = local.split_once(':')?;
+        (address == "0100007F").then(|| u16::from_str_radix(port, 16).ok())?
+    })
 }
 
 impl Drop for Distribution {

@@ -1,10 +1,15 @@
 //! Shared by the integration tests: the committed content, chartreg on a real socket (the
 //! release binary as a process, or the library in-process over any content), and the external
 //! tools the tests drive.
+//!
+//! `certs.rs`, `clients.rs`, `content.rs` and `in_process.rs` are used by the build tool's tests
+//! too: `crates/build/tests/common` includes them by path (one copy of each). They take only
+//! `root()` from the module that includes them; the rest (the chartreg binary as a process,
+//! packing with the build tool) is this side's own.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -12,23 +17,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use actix_web::{HttpServer, web};
-use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::content::Registry;
 use chartreg_core::oci::layout::ImageManifest;
 use chartreg_core::tree::LayoutBuilder;
 
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The files under `dir`, as the binary would embed them.
-pub fn files_in(dir: &Path) -> Vec<ContentFile> {
-    chartreg_core::tree::read_dir(dir, dir)
-        .expect("content folder is readable")
-        .into_iter()
-        .map(|(path, data)| ContentFile::new(path, data))
-        .collect()
 }
 
 /// `chartreg-build ARGS` (the build tool's binary); fails the test, showing its output, unless
@@ -80,32 +75,12 @@ pub fn chart_folder(dir: &Path, name: &str, version: &str) -> PathBuf {
     folder
 }
 
-/// The names of the files in `dir`, sorted.
-pub fn file_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
-        .map(|e| {
-            e.expect("dir entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
-}
-
 /// An OCI image manifest of an empty config and one layer of `layer`, its blobs added to
 /// `layout`.
 pub fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {
     let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
     let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", layer.to_vec());
     ImageManifest::new(config, vec![layer])
-}
-
-/// The committed `assets/` as a registry: the same content the binary embeds.
-pub fn assets_registry() -> Registry {
-    Registry::from_files(files_in(&root().join("assets"))).expect("assets/ is valid content")
 }
 
 /// The chartreg binary cargo built for these tests (the release binary under `make test`).
@@ -125,30 +100,6 @@ pub fn chartreg_build_bin() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-/// An external tool: Helm from `.tools/` (`helm3`, `helm4`), anything else from PATH.
-/// Missing: under `CI=true` the test fails; elsewhere it is skipped with a note.
-pub fn tool(name: &str) -> Option<PathBuf> {
-    let found = match name {
-        "helm3" | "helm4" => {
-            Some(root().join(".tools").join(name).join("helm")).filter(|p| p.is_file())
-        }
-        _ => std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join(name))
-                .find(|p| p.is_file())
-        }),
-    };
-    if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!(
-                "{name} is missing (CI=true): run scripts/install-tools.sh, which `make test` does"
-            );
-        }
-        eprintln!("SKIPPED: {name} is not installed; run scripts/install-tools.sh");
-    }
-    found
 }
 
 /// The content digest of the folder a binary embeds, computed here from its files as the README
@@ -197,18 +148,19 @@ pub fn content_digest_of(bin: &Path) -> String {
         .to_owned()
 }
 
-/// sha256 of bytes, as `sha256:<hex>`.
-pub fn sha256(data: &[u8]) -> String {
-    chartreg_core::oci::Digest::sha256_of(data).to_string()
-}
-
 mod certs;
 mod clients;
+mod content;
+mod in_process;
 mod servers;
 
 #[allow(unused_imports)]
 pub use certs::{LOOPBACK_NAME, LoopbackCert};
 #[allow(unused_imports)]
 pub use clients::*;
+#[allow(unused_imports)]
+pub use content::*;
+#[allow(unused_imports)]
+pub use in_process::InProcess;
 #[allow(unused_imports)]
 pub use servers::*;

@@ -1,6 +1,6 @@
 //! chartreg on a real socket: the binary as a child process ([`Process`], killed on drop with
-//! its log shown when a test fails), or the library serving any registry in this process
-//! ([`InProcess`]).
+//! its log shown when a test fails), over HTTP or HTTPS ([`TlsProcess`]). The library serving a
+//! registry in this process is `InProcess` (`in_process.rs`).
 
 use super::*;
 
@@ -100,59 +100,6 @@ impl Drop for Process {
         let _ = self.child.wait();
         if thread::panicking() {
             eprintln!("--- chartreg log ---\n{}", self.log());
-        }
-    }
-}
-
-/// The library serving `registry` on a real socket in this process (a listener bound to
-/// 127.0.0.1:0 and kept), stopped on drop.
-pub struct InProcess {
-    pub addr: SocketAddr,
-    handle: actix_web::dev::ServerHandle,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl InProcess {
-    pub fn start(registry: Registry) -> InProcess {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-        let addr = listener.local_addr().expect("bound address");
-        let data = web::Data::new(registry);
-        let (tx, rx) = mpsc::channel();
-        let thread = thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let server = HttpServer::new(move || chartreg::http::app(data.clone()))
-                    .workers(2)
-                    .listen(listener)
-                    .expect("listen on the bound socket")
-                    .run();
-                tx.send(server.handle()).expect("test is waiting");
-                server.await.expect("server runs");
-            })
-        });
-        let handle = rx.recv().expect("server started");
-        InProcess {
-            addr,
-            handle,
-            thread: Some(thread),
-        }
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    pub fn host(&self) -> String {
-        self.addr.to_string()
-    }
-}
-
-impl Drop for InProcess {
-    fn drop(&mut self) {
-        let stop = self.handle.stop(false);
-        // The server's own runtime is on its thread; waiting for the stop needs none here.
-        futures_util::FutureExt::now_or_never(stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }

@@ -1,11 +1,32 @@
-//! Shared by the tests that run a build machine (`dist.rs`, `builder_image.rs`): the repository
-//! root, `CI=true`, a command's output for a failure message, the crates cargo said it compiled,
-//! and a real-shaped chart folder.
+//! Shared by the build tool's integration tests: the repository root, `CI=true`, the crates
+//! cargo said it compiled and a real-shaped chart folder (for the tests that run a build
+//! machine, `dist.rs` and `builder_image.rs`); and, for `fetch` and `import`, the harness the
+//! server's tests use too, included by path from `tests/common` so there is one copy of each:
+//! the external tools (Helm, skopeo, curl, CNCF distribution), content on disk, a private CA,
+//! and the chartreg library serving a registry in this process.
 #![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+
+#[path = "../../../../tests/common/certs.rs"]
+mod certs;
+#[path = "../../../../tests/common/clients.rs"]
+mod clients;
+#[path = "../../../../tests/common/content.rs"]
+mod content;
+#[path = "../../../../tests/common/in_process.rs"]
+mod in_process;
+
+#[allow(unused_imports)]
+pub use certs::{LOOPBACK_NAME, LoopbackCert};
+#[allow(unused_imports)]
+pub use clients::*;
+#[allow(unused_imports)]
+pub use content::*;
+#[allow(unused_imports)]
+pub use in_process::InProcess;
 
 /// The repository root (this crate lives in `crates/build`).
 pub fn root() -> PathBuf {
@@ -14,15 +35,6 @@ pub fn root() -> PathBuf {
 
 pub fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-pub fn describe(out: &Output) -> String {
-    format!(
-        "{}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The crates of the `Compiling ...` lines cargo printed on stderr.

@@ -11,7 +11,7 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 
-use super::sources::BearerFront;
+use super::sources::{BearerFront, Tls};
 use super::*;
 use common::{Distribution, curl};
 
@@ -358,7 +358,8 @@ fn registry_with_basic_auth_charts_images_and_referrers() {
 
     // Upstream re-pushes hello 1.0.0 with other bytes: a locked fetch names it.
     let folder = tempfile::tempdir().expect("temp dir");
-    let chart = common::chart_folder(folder.path(), "hello", "1.0.0");
+    let chart = folder.path().join("hello");
+    common::chart_folder(&chart, "hello", "1.0.0");
     let helm = Helm::new("helm4").expect("helm4");
     helm.ok(&["package", str_path(&chart), "-d", str_path(folder.path())]);
     let other = common::read(&folder.path().join("hello-1.0.0.tgz"));
@@ -571,10 +572,11 @@ fn oci_repositories_in_the_charts_file_and_layouts_that_are_whole_or_not_at_all(
 
 #[test]
 fn an_oci_repository_over_tls_is_verified_with_the_ca_file_or_its_tls_verify() {
-    // chartreg over TLS, reached as a name (loopback addresses are always plain HTTP to
-    // fetch): the sample charts it embeds are the upstream.
-    let server = common::TlsProcess::start(&[], &[]);
-    let port = server.process.addr.port();
+    // The chartreg library over TLS, reached as a name (loopback addresses are always plain
+    // HTTP to fetch): the committed sample charts it serves are the upstream.
+    let tls = Tls::new();
+    let server = InProcess::start_tls(common::assets_registry(), tls.server_config());
+    let port = server.addr.port();
     let work = Work::new();
     let hosts = work.write("hosts", &format!("127.0.0.1 {}\n", common::LOOPBACK_NAME));
     let repo_url = format!("oci://{}:{port}/charts", common::LOOPBACK_NAME);
@@ -584,7 +586,7 @@ fn an_oci_repository_over_tls_is_verified_with_the_ca_file_or_its_tls_verify() {
         )
     };
     let fetch = |list_file: &str, extra: &[&str]| {
-        let mut cmd = Command::new(common::chartreg_build_bin());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_chartreg-build"));
         cmd.args(["fetch", "--helm-charts-file", list_file])
             .args(extra)
             .current_dir(work.dir.path())
@@ -604,7 +606,7 @@ fn an_oci_repository_over_tls_is_verified_with_the_ca_file_or_its_tls_verify() {
             && e.contains("a private CA is trusted with --ca-file FILE"),
         "{e}"
     );
-    let ca = str_path(&server.ca_file()).to_owned();
+    let ca = str_path(&work.write("ca.pem", &tls.ca_pem)).to_owned();
     let trusted = fetch("verified.yaml", &["--ca-file", &ca]).expect("unshare");
     assert!(trusted.status.success(), "{}", describe(&trusted));
     assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));

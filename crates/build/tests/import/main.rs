@@ -21,7 +21,7 @@ use common::{Distribution, Helm, InProcess, curl, describe, root};
 /// `chartreg-build ARGS`, with its output.
 fn build_tool(args: &[&str]) -> Output {
     common::output_of(
-        Command::new(common::chartreg_build_bin()).args(args),
+        Command::new(env!("CARGO_BIN_EXE_chartreg-build")).args(args),
         "chartreg-build",
     )
 }

@@ -64,8 +64,12 @@ fn make_releases() -> Releases {
     };
     let (first, first_tags) = release(1, &["hello-1.0.0.tgz", "shared-2.0.0.tgz"], false, true);
     // Helm stamps `created` to the second: the second release's push of shared 2.0.0 must
-    // make another manifest, as it does between real releases.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // make another manifest, as it does between real releases. Its pushes start once the
+    // clock is past the second the first release's pushes ended in.
+    let pushed = unix_second();
+    while unix_second() <= pushed {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let (second, second_tags) = release(2, &["shared-2.0.0.tgz", "world-3.0.0.tgz"], true, false);
     Releases {
         dir,
@@ -77,10 +81,19 @@ fn make_releases() -> Releases {
     }
 }
 
+/// The wall clock's seconds since the Unix epoch.
+fn unix_second() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is past 1970")
+        .as_secs()
+}
+
 /// `helm package` of a test chart `name` at `version` (its values greeting `greeting`).
 pub fn package(helm: &Helm, dir: &Path, name: &str, version: &str, greeting: &str) -> Vec<u8> {
     let sources = tempfile::tempdir().expect("temp dir");
-    let folder = common::chart_folder(sources.path(), name, version);
+    let folder = sources.path().join(name);
+    common::chart_folder(&folder, name, version);
     std::fs::write(
         folder.join("values.yaml"),
         format!("greeting: {greeting}\n"),

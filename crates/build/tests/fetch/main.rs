@@ -58,7 +58,7 @@ impl Work {
     /// `chartreg-build fetch ARGS` run in this folder.
     fn fetch(&self, args: &[&str]) -> Output {
         common::output_of(
-            Command::new(common::chartreg_build_bin())
+            Command::new(env!("CARGO_BIN_EXE_chartreg-build"))
                 .arg("fetch")
                 .args(args)
                 .current_dir(self.dir.path())
@@ -127,7 +127,7 @@ impl Work {
     fn serve(&self, content: &str) -> InProcess {
         let content = self.write("content.yaml", content);
         let out = common::output_of(
-            Command::new(common::chartreg_build_bin())
+            Command::new(env!("CARGO_BIN_EXE_chartreg-build"))
                 .args(["pack", "--config"])
                 .arg(&content)
                 .arg("--out")

@@ -10,7 +10,7 @@ use super::*;
 /// `chartreg-build ARGS` run in `dir`.
 fn build_tool_in(dir: &Path, args: &[&str]) -> Output {
     common::output_of(
-        Command::new(common::chartreg_build_bin())
+        Command::new(env!("CARGO_BIN_EXE_chartreg-build"))
             .args(args)
             .current_dir(dir),
         "chartreg-build",

@@ -223,13 +223,18 @@ fn failures_name_the_entry_and_leave_what_was_there() {
     );
     assert_eq!(work.read("charts/hello-1.0.0.tgz"), b"what was there");
 
-    // No repository at all: named once, by its name and URL.
+    // No repository at all: named once, by its name and URL. The port is held by a socket bound
+    // and not listening, so connections to it are refused and nothing else can take it.
+    let held =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .expect("bind a loopback port");
     let gone = format!(
         "http://{}/",
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
+        held.local_addr()
+            .expect("bound address")
+            .as_socket()
+            .expect("an IP address")
     );
     work.write(
         "gone.yaml",

@@ -50,7 +50,8 @@ impl Tls {
         }
     }
 
-    fn server_config(&self) -> rustls::ServerConfig {
+    /// A rustls server configuration with the certificate and its key.
+    pub fn server_config(&self) -> rustls::ServerConfig {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
