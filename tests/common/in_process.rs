@@ -1,6 +1,8 @@
 //! The chartreg library serving any registry on a real socket in this process: a listener bound
 //! to 127.0.0.1:0 and kept, handed to the server; plain HTTP, or HTTPS with a given rustls
-//! configuration. Stopped on drop.
+//! configuration. Stopped on drop. [`Background`] is the mechanism under it: any actix server
+//! on a thread of its own, stopped and joined on drop (the build tool's test upstreams use it
+//! too).
 //!
 //! Shared by the server's tests (`tests/common`) and the build tool's (`crates/build/tests/common`,
 //! which includes this file by path).
@@ -17,8 +19,45 @@ use chartreg_core::content::Registry;
 pub struct InProcess {
     pub addr: SocketAddr,
     scheme: &'static str,
+    _server: Background,
+}
+
+/// An actix server running on a thread of its own (in its own actix system), stopped and
+/// joined on drop.
+pub struct Background {
     handle: actix_web::dev::ServerHandle,
     thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Background {
+    /// Runs the server `start` makes (called on the new thread, inside its actix system, where
+    /// `HttpServer::run` needs to be) until dropped.
+    pub fn spawn(start: impl FnOnce() -> actix_web::dev::Server + Send + 'static) -> Background {
+        let (tx, rx) = mpsc::channel();
+        let thread = thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let server = start();
+                tx.send(server.handle()).expect("test is waiting");
+                server.await.expect("server runs");
+            })
+        });
+        let handle = rx.recv().expect("server started");
+        Background {
+            handle,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let stop = self.handle.stop(false);
+        // The server's own runtime is on its thread; waiting for the stop needs none here.
+        futures_util::FutureExt::now_or_never(stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl InProcess {
@@ -37,26 +76,19 @@ impl InProcess {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let addr = listener.local_addr().expect("bound address");
         let data = web::Data::new(registry);
-        let (tx, rx) = mpsc::channel();
-        let thread = thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let server = HttpServer::new(move || chartreg::http::app(data.clone())).workers(2);
-                let server = match tls {
-                    Some(config) => server.listen_rustls_0_23(listener, config),
-                    None => server.listen(listener),
-                }
-                .expect("listen on the bound socket")
-                .run();
-                tx.send(server.handle()).expect("test is waiting");
-                server.await.expect("server runs");
-            })
+        let server = Background::spawn(move || {
+            let server = HttpServer::new(move || chartreg::http::app(data.clone())).workers(2);
+            match tls {
+                Some(config) => server.listen_rustls_0_23(listener, config),
+                None => server.listen(listener),
+            }
+            .expect("listen on the bound socket")
+            .run()
         });
-        let handle = rx.recv().expect("server started");
         InProcess {
             addr,
             scheme,
-            handle,
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -67,16 +99,5 @@ impl InProcess {
 
     pub fn host(&self) -> String {
         self.addr.to_string()
-    }
-}
-
-impl Drop for InProcess {
-    fn drop(&mut self) {
-        let stop = self.handle.stop(false);
-        // The server's own runtime is on its thread; waiting for the stop needs none here.
-        futures_util::FutureExt::now_or_never(stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

@@ -161,6 +161,6 @@ pub use clients::*;
 #[allow(unused_imports)]
 pub use content::*;
 #[allow(unused_imports)]
-pub use in_process::InProcess;
+pub use in_process::{Background, InProcess};
 #[allow(unused_imports)]
 pub use servers::*;

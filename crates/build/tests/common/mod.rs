@@ -26,7 +26,7 @@ pub use clients::*;
 #[allow(unused_imports)]
 pub use content::*;
 #[allow(unused_imports)]
-pub use in_process::InProcess;
+pub use in_process::{Background, InProcess};
 
 /// The repository root (this crate lives in `crates/build`).
 pub fn root() -> PathBuf {

@@ -87,8 +87,7 @@ pub struct HelmRepo {
     pub addr: SocketAddr,
     scheme: &'static str,
     state: Arc<Mutex<RepoState>>,
-    handle: ServerHandle,
-    thread: Option<thread::JoinHandle<()>>,
+    _server: common::Background,
 }
 
 async fn answer(req: HttpRequest, state: web::Data<Arc<Mutex<RepoState>>>) -> HttpResponse {
@@ -150,32 +149,25 @@ impl HelmRepo {
         let state = Arc::new(Mutex::new(RepoState::default()));
         let data = web::Data::new(state.clone());
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let (tx, rx) = mpsc::channel();
-        let thread = thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let server = HttpServer::new(move || {
-                    App::new()
-                        .app_data(data.clone())
-                        .default_service(web::to(answer))
-                })
-                .workers(1);
-                let server = match tls {
-                    Some(config) => server.listen_rustls_0_23(listener, config),
-                    None => server.listen(listener),
-                }
-                .expect("listen on the bound socket")
-                .run();
-                tx.send(server.handle()).expect("test is waiting");
-                server.await.expect("repository runs");
+        let server = common::Background::spawn(move || {
+            let server = HttpServer::new(move || {
+                App::new()
+                    .app_data(data.clone())
+                    .default_service(web::to(answer))
             })
+            .workers(1);
+            match tls {
+                Some(config) => server.listen_rustls_0_23(listener, config),
+                None => server.listen(listener),
+            }
+            .expect("listen on the bound socket")
+            .run()
         });
-        let handle = rx.recv().expect("repository started");
         HelmRepo {
             addr,
             scheme,
             state,
-            handle,
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -251,15 +243,6 @@ impl HelmRepo {
         }
         index.push_str("generated: \"2026-01-01T00:00:00Z\"\n");
         self.put("index.yaml", index.as_bytes());
-    }
-}
-
-impl Drop for HelmRepo {
-    fn drop(&mut self) {
-        futures_util::FutureExt::now_or_never(self.handle.stop(false));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
