@@ -400,7 +400,12 @@ fn run_init(args: &InitArgs) -> Result<(), Error> {
 fn run_build(args: &BuildArgs) -> Result<(), Error> {
     let request = args.compile_request().map_err(Error::Build)?;
     run_pack(&args.pack_args())?;
-    let report = crate::compile::compile(&request).map_err(Error::Build)?;
+    compile(&request)
+}
+
+/// Compiles what `request` asks for (the content already packed) and says what it wrote.
+fn compile(request: &crate::compile::Request) -> Result<(), Error> {
+    let report = crate::compile::compile(request).map_err(Error::Build)?;
     println!(
         "wrote {} (server for {}, kit {}, {}; {:.1} s, cache {})",
         report.out.display(),
@@ -413,8 +418,9 @@ fn run_build(args: &BuildArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// `image`: with `--config`, the binaries are built first (`chartreg` beside the content file
-/// for one platform; `chartreg.OS-ARCH` for each of several), then written into the image.
+/// `image`: with `--config`, the content is packed once and the binaries are built first
+/// (`chartreg` beside the content file for one platform; `chartreg.OS-ARCH` for each of
+/// several), then written into the image.
 fn run_image(mut args: crate::image::command::ImageArgs) -> Result<(), Error> {
     if let Some(config) = args.config.clone() {
         let platforms = match args.platforms.as_slice() {
@@ -422,29 +428,34 @@ fn run_image(mut args: crate::image::command::ImageArgs) -> Result<(), Error> {
             given => given.iter().cloned().map(Some).collect(),
         };
         let several = platforms.len() > 1;
+        let mut build = BuildArgs {
+            config,
+            assets: args.assets.clone(),
+            out: None,
+            kit: args.kit.clone(),
+            cache: args.cache.clone(),
+            platform: None,
+        };
+        let mut packed = false;
         for platform in platforms {
-            let mut build = BuildArgs {
-                config: config.clone(),
-                assets: args.assets.clone(),
-                out: None,
-                kit: args.kit.clone(),
-                cache: args.cache.clone(),
-                platform,
-            };
-            let request = build.compile_request().map_err(Error::ImageBuild)?;
+            build.platform = platform;
+            let mut request = build.compile_request().map_err(Error::ImageBuild)?;
+            if !packed {
+                run_pack(&build.pack_args())?;
+                packed = true;
+            }
             let platform = request.target.platform();
-            let out = if several {
+            if several {
                 let name = format!("chartreg.{}", platform.replace('/', "-"));
-                request.out.with_file_name(name)
-            } else {
-                request.out
-            };
-            build.out = Some(out.clone());
-            run_build(&build)?;
-            let binary = format!("{platform}={}", out.display());
-            let parsed =
-                crate::image::command::ImageArgs::binary(&binary).map_err(Error::ImageBinary)?;
-            args.binaries.push(parsed);
+                request.out = request.out.with_file_name(name);
+            }
+            compile(&request)?;
+            let platform = crate::image::binary::parse_platform(platform)
+                .map_err(|e| Error::ImageBinary(crate::image::command::BinaryError::Platform(e)))?;
+            args.binaries.push(crate::image::binary::Binary {
+                platform,
+                path: request.out,
+            });
         }
     }
     Ok(crate::image::command::run(&args)?)

@@ -252,11 +252,6 @@ fn tag(given: Option<&Tag>, content: &Digest) -> Result<Tag, RunError> {
 }
 
 impl ImageArgs {
-    /// A binary as `--binary` takes it, `[OS/ARCH[/VARIANT]=]FILE`.
-    pub fn binary(text: &str) -> Result<Binary, BinaryError> {
-        binary_arg(text)
-    }
-
     /// The request these flags make, `created` from `source_date_epoch`.
     pub fn request(&self, source_date_epoch: Option<OsString>) -> Result<ImageRequest, RunError> {
         let created = created(source_date_epoch)?;
