@@ -1,5 +1,5 @@
 //! Chooses the folder the binary embeds, `assets/` by default or `$CHARTREG_ASSETS` (relative to
-//! this package) when set, and prepares it with `chartreg-embed` (see its `build` module):
+//! this package) when set, and prepares it with `chartreg-embed` (see its `prepare` module):
 //!
 //! - files smaller than `$CHARTREG_LINK_THRESHOLD` bytes (default 1 MiB: every manifest, index
 //!   and chart) go through rust-embed, from a mirror of hard links (`CHARTREG_EMBED_DIR`); a
@@ -24,7 +24,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chartreg_embed::build::{Options, link_args, prepare};
+use chartreg_embed::prepare::{self, Options, link_args};
 
 const DEFAULT_LINK_THRESHOLD: u64 = 1024 * 1024;
 
@@ -46,7 +46,7 @@ enum Error {
     #[error("CHARTREG_LINK_THRESHOLD must be a number of bytes, not `{0}`")]
     Threshold(String),
     #[error(transparent)]
-    Prepare(#[from] chartreg_embed::build::Error),
+    Prepare(#[from] prepare::Error),
 }
 
 fn main() -> ExitCode {
@@ -85,7 +85,7 @@ fn run() -> Result<(), Error> {
         );
     }
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").ok_or(Error::Cargo("OUT_DIR"))?);
-    let prepared = prepare(&Options {
+    let prepared = prepare::run(&Options {
         folder,
         out_dir,
         link_threshold: linkable.then_some(threshold),

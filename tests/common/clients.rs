@@ -2,7 +2,7 @@
 //! registry to push to), each found by [`tool`] and isolated from the caller's settings; byte
 //! comparisons and commands' output for failure messages; generated layouts.
 //!
-//! Shared by the server's tests (`tests/common`) and the build tool's (`crates/build/tests/common`,
+//! Shared by the server's tests (`tests/common`) and the build tool's (`crates/chartreg-build/tests/common`,
 //! which includes this file by path); `super::root()` is the repository root on both sides.
 
 use std::net::SocketAddr;

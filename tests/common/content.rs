@@ -1,7 +1,7 @@
 //! Content on disk for the tests: the files of a folder as the binary embeds them, the
 //! committed `assets/` as a registry, the names in a folder, sha256 digests.
 //!
-//! Shared by the server's tests (`tests/common`) and the build tool's (`crates/build/tests/common`,
+//! Shared by the server's tests (`tests/common`) and the build tool's (`crates/chartreg-build/tests/common`,
 //! which includes this file by path); `super::root()` is the repository root on both sides.
 
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! on a thread of its own, stopped and joined on drop (the build tool's test upstreams use it
 //! too).
 //!
-//! Shared by the server's tests (`tests/common`) and the build tool's (`crates/build/tests/common`,
+//! Shared by the server's tests (`tests/common`) and the build tool's (`crates/chartreg-build/tests/common`,
 //! which includes this file by path).
 
 use std::net::{SocketAddr, TcpListener};

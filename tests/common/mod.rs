@@ -3,7 +3,7 @@
 //! tools the tests drive.
 //!
 //! `certs.rs`, `clients.rs`, `content.rs` and `in_process.rs` are used by the build tool's tests
-//! too: `crates/build/tests/common` includes them by path (one copy of each). They take only
+//! too: `crates/chartreg-build/tests/common` includes them by path (one copy of each). They take only
 //! `root()` from the module that includes them; the rest (the chartreg binary as a process,
 //! packing with the build tool) is this side's own.
 #![allow(dead_code)]

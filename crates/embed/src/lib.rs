@@ -3,7 +3,7 @@
 //! `include_bytes!` (what rust-embed uses) holds about 12 times a file's size in compiler
 //! memory, so a few GiB of image layers cannot be embedded that way. Instead:
 //!
-//! 1. At build time ([`build`], feature `build`, run by the server's build script), each large
+//! 1. At build time ([`prepare`], feature `prepare`, run by the server's build script), each large
 //!    file is streamed into a relocatable ELF object of its own, one section and one symbol
 //!    (`chartreg_blob_<sha256>`), named by its digest: a layer that several images share is
 //!    linked once, and an object already written for a digest is reused by the next build.
@@ -22,10 +22,10 @@
 //! The objects' sections are x86-64 *large* data (`.lrodata`, `SHF_X86_64_LARGE`), placed
 //! after `.bss` so that GiBs of them never sit between code and the data it reaches with
 //! 32-bit PC-relative references; the table of linked files refers to them with 64-bit
-//! absolute addresses, which reach anywhere. See `build::link_args` (feature `build`).
+//! absolute addresses, which reach anywhere. See `prepare::link_args` (feature `prepare`).
 
-#[cfg(feature = "build")]
-pub mod build;
+#[cfg(feature = "prepare")]
+pub mod prepare;
 
 /// The bytes of a file linked in by the build script: `linked_blob!("chartreg_blob_<hex>",
 /// <len>)` is a `&'static [u8; len]`. Usable in a `static`'s initialiser, which is how the

@@ -96,7 +96,7 @@ pub fn parsers(data: &[u8]) {
             }
         }
     }
-    if let Ok(page) = chartreg::http::Page::parse(&s) {
+    if let Ok(page) = chartreg::http::PageQuery::parse(&s) {
         let items: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
         let (range, _) = page.apply(&items);
         assert!(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chartreg_core::oci::{DigestError, NameError, ReferenceError};
 use chartreg_core::{content, json};
 
-use super::pagination::PageError;
+use super::pagination::PageQueryError;
 use crate::web::WebError;
 
 /// Error codes of the OCI distribution spec, plus `PAGINATION_NUMBER_INVALID` and
@@ -54,7 +54,7 @@ pub enum ApiError {
     #[error("manifest unknown: {0}")]
     TagInvalid(chartreg_core::oci::TagError),
     #[error("invalid pagination: {0}")]
-    Pagination(#[from] PageError),
+    Pagination(#[from] PageQueryError),
     #[error("invalid referrers query: {0}")]
     ReferrersQuery(serde_urlencoded::de::Error),
     #[error("range not satisfiable for a blob of {size} bytes")]

@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use bytes::Bytes;
 
 use super::ApiError;
-use super::pagination::{self, Page};
+use super::pagination::{self, PageQuery};
 use chartreg_core::content::{Listing, Registry};
 use chartreg_core::oci::RepositoryName;
 
@@ -47,7 +47,7 @@ fn page(req: &HttpRequest, listing: &Listing) -> Result<HttpResponse, ApiError> 
     if req.query_string().is_empty() {
         return Ok(json_bytes(listing.page(0..names.len())));
     }
-    let page = Page::parse(req.query_string())?;
+    let page = PageQuery::parse(req.query_string())?;
     let (range, more) = page.apply(names);
     let link = match (
         more,

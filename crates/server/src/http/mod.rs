@@ -56,7 +56,7 @@ use chartreg_core::content::Registry;
 
 pub use error::{ALLOWED_METHODS, ApiError, ErrorCode, error_body};
 pub use operations::metrics_app;
-pub use pagination::Page;
+pub use pagination::PageQuery;
 pub use range::{RangeSpec, Selection};
 pub use routes::{Endpoint, LABELS, Operation, Route, Routed, WebRoute, route};
 

@@ -12,14 +12,14 @@ use serde::Deserialize;
 
 /// Validated pagination parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Page {
+pub struct PageQuery {
     pub n: Option<usize>,
     pub last: Option<String>,
 }
 
 /// A query string that does not say which page.
 #[derive(Debug, thiserror::Error)]
-pub enum PageError {
+pub enum PageQueryError {
     #[error("{0}")]
     Query(serde_urlencoded::de::Error),
     #[error("`n` must be a non-negative whole number, not `{0}`")]
@@ -32,16 +32,16 @@ struct Raw {
     last: Option<String>,
 }
 
-impl Page {
+impl PageQuery {
     /// Parses a query string such as `n=10&last=1.0.0`.
-    pub fn parse(query: &str) -> Result<Page, PageError> {
-        let raw: Raw = serde_urlencoded::from_str(query).map_err(PageError::Query)?;
+    pub fn parse(query: &str) -> Result<PageQuery, PageQueryError> {
+        let raw: Raw = serde_urlencoded::from_str(query).map_err(PageQueryError::Query)?;
         let n = match raw.n {
             None => None,
-            Some(n) => Some(n.parse::<usize>().map_err(|_| PageError::N(n))?),
+            Some(n) => Some(n.parse::<usize>().map_err(|_| PageQueryError::N(n))?),
         };
         let last = raw.last.filter(|l| !l.is_empty());
-        Ok(Page { n, last })
+        Ok(PageQuery { n, last })
     }
 
     /// Which entries of `items` (sorted) this page holds, and whether more follow.
@@ -88,7 +88,7 @@ mod tests {
     #[case::before_start("last=0", &["a", "b", "c", "d"], false)]
     fn pages(#[case] query: &str, #[case] expected: &[&str], #[case] more: bool) {
         let items = items();
-        let page = Page::parse(query).unwrap();
+        let page = PageQuery::parse(query).unwrap();
         let (range, has_more) = page.apply(&items);
         assert_eq!(&items[range], expected);
         assert_eq!(has_more, more);
@@ -102,16 +102,16 @@ mod tests {
     #[case("n=99999999999999999999999999", Some("99999999999999999999999999"))]
     #[case("n=1&n=2", None)]
     fn bad_n(#[case] query: &str, #[case] bad: Option<&str>) {
-        let error = Page::parse(query).unwrap_err();
+        let error = PageQuery::parse(query).unwrap_err();
         match (&error, bad) {
-            (PageError::N(n), Some(bad)) => {
+            (PageQueryError::N(n), Some(bad)) => {
                 assert_eq!(n, bad);
                 assert_eq!(
                     error.to_string(),
                     format!("`n` must be a non-negative whole number, not `{bad}`")
                 );
             }
-            (PageError::Query(_), None) => {}
+            (PageQueryError::Query(_), None) => {}
             _ => panic!("{query}: {error:?}"),
         }
     }

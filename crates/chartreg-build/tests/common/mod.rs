@@ -28,7 +28,7 @@ pub use content::*;
 #[allow(unused_imports)]
 pub use in_process::{Background, InProcess};
 
-/// The repository root (this crate lives in `crates/build`).
+/// The repository root (this crate lives in `crates/chartreg-build`).
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

@@ -1,4 +1,4 @@
-//! What the server's build script does with the content folder, in one pass ([`prepare`]):
+//! What the server's build script does with the content folder, in one pass ([`run`]):
 //!
 //! 1. Walk the folder (following symbolic links; entries at its top whose names start with
 //!    `.`, the build tool's record and `.gitignore`, are not content).
@@ -85,7 +85,7 @@ struct Linked {
 }
 
 /// Prepares `options.folder` for embedding (see the module's documentation).
-pub fn prepare(options: &Options) -> Result<Prepared, Error> {
+pub fn run(options: &Options) -> Result<Prepared, Error> {
     let out = &options.out_dir;
     let mirror = out.join("embed");
     if mirror.exists() {

@@ -22,7 +22,7 @@ mod layouts;
 mod ownership;
 mod packages;
 
-/// The repository root (this crate lives in `crates/build`).
+/// The repository root (this crate lives in `crates/chartreg-build`).
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

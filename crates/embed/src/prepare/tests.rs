@@ -70,7 +70,7 @@ fn large_files_become_objects_once_and_are_kept_for_the_next_build() {
     layout(&folder, "demo/a", &big);
     layout(&folder, "demo/b", &big);
     layout(&folder, "demo/c", b"small");
-    let prepared = prepare(&options(&folder, &out, 4096)).unwrap();
+    let prepared = run(&options(&folder, &out, 4096)).unwrap();
     assert!(prepared.warnings.is_empty(), "{:?}", prepared.warnings);
     assert_eq!((prepared.objects.len(), prepared.written), (1, 1));
     assert_eq!(prepared.hashed, 2, "two files with the same bytes");
@@ -96,7 +96,7 @@ fn large_files_become_objects_once_and_are_kept_for_the_next_build() {
     let object = &prepared.objects[0];
     let before = fs::metadata(object).unwrap().modified().unwrap();
     layout(&folder, "demo/d", b"another");
-    let again = prepare(&options(&folder, &out, 4096)).unwrap();
+    let again = run(&options(&folder, &out, 4096)).unwrap();
     assert_eq!((again.hashed, again.written), (0, 0));
     assert_eq!(&again.objects, &prepared.objects);
     assert_eq!(fs::metadata(object).unwrap().modified().unwrap(), before);
@@ -106,7 +106,7 @@ fn large_files_become_objects_once_and_are_kept_for_the_next_build() {
     fs::remove_dir_all(folder.join("demo/a")).unwrap();
     fs::remove_dir_all(folder.join("demo/b")).unwrap();
     layout(&folder, "demo/a", &layer(6000, 2));
-    let changed = prepare(&options(&folder, &out, 4096)).unwrap();
+    let changed = run(&options(&folder, &out, 4096)).unwrap();
     assert_eq!((changed.hashed, changed.written), (1, 1));
     assert!(!object.exists());
     assert_eq!(fs::read_dir(out.join("objects")).unwrap().count(), 1);
@@ -117,7 +117,7 @@ fn manifests_in_large_files_are_read_when_loading_needs_them() {
     let (_dir, folder, out) = folders();
     layout(&folder, "demo/a", b"layer");
     // Every file of 100 bytes and more is left on disk, the manifest among them.
-    let prepared = prepare(&options(&folder, &out, 100)).unwrap();
+    let prepared = run(&options(&folder, &out, 100)).unwrap();
     assert!(prepared.warnings.is_empty(), "{:?}", prepared.warnings);
     assert!(!prepared.objects.is_empty());
     assert_eq!(served(&folder, &out).summary().manifests, 1);
@@ -135,7 +135,7 @@ fn content_that_cannot_be_served_is_a_warning_naming_the_file() {
     let mut tampered = big.clone();
     tampered[4000] ^= 1;
     fs::write(folder.join(&path), tampered).unwrap();
-    let prepared = prepare(&options(&folder, &out, 4096)).unwrap();
+    let prepared = run(&options(&folder, &out, 4096)).unwrap();
     assert_eq!(prepared.warnings.len(), 1);
     assert!(
         prepared.warnings[0].contains(&path),
@@ -151,7 +151,7 @@ fn without_linking_every_file_is_embedded() {
     layout(&folder, "demo/a", &layer(5000, 4));
     let mut options = options(&folder, &out, 0);
     options.link_threshold = None;
-    let prepared = prepare(&options).unwrap();
+    let prepared = run(&options).unwrap();
     assert!(prepared.objects.is_empty());
     assert_eq!(fs::read_to_string(out.join("linked.rs")).unwrap(), "&[\n]");
     assert!(link_args(&prepared.objects).is_empty());
@@ -164,6 +164,6 @@ fn a_link_back_up_the_folder_is_refused() {
     let folder = dir.path().join("content");
     fs::create_dir_all(folder.join("demo")).unwrap();
     std::os::unix::fs::symlink(&folder, folder.join("demo/loop")).unwrap();
-    let e = prepare(&options(&folder, &dir.path().join("out"), 4096)).unwrap_err();
+    let e = run(&options(&folder, &dir.path().join("out"), 4096)).unwrap_err();
     assert!(matches!(e, Error::Loop(_)), "{e}");
 }
