@@ -6,6 +6,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use clap::Args;
+
 /// Why a repository could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -116,6 +118,25 @@ pub fn next_steps(dir: &Path) -> String {
         image = at("image"),
         ignore = at(".gitignore"),
     )
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {
+    /// The folder to write into (created if missing; nothing in it is overwritten).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
+
+/// Runs `chartreg-build init` with `args`: writes, then prints what and the next steps.
+pub fn run(args: &InitArgs) -> Result<(), Error> {
+    let report = init(&args.dir)?;
+    println!(
+        "wrote {}: {}",
+        report.dir.display(),
+        report.written.join(", ")
+    );
+    println!("{}", next_steps(&args.dir));
+    Ok(())
 }
 
 #[cfg(test)]

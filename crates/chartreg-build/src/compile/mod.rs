@@ -9,6 +9,7 @@
 //! scripts and proc macros stay ordinary) and copied to the output beside it, then renamed over
 //! it: a failed compile leaves the previous binary in place.
 
+pub mod command;
 pub mod kit;
 pub mod toolchain;
 

@@ -17,6 +17,7 @@
 //! found, authentication refused, digest mismatch, TLS failure.
 
 mod charts;
+pub mod command;
 mod helm_repo;
 mod images;
 pub mod lists;

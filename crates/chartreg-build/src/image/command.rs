@@ -24,6 +24,7 @@ use clap::Args;
 
 use super::binary::{self, Binary, host_platform, parse_platform};
 use super::{BaseSpec, Error, ImageReport, ImageRequest};
+use crate::compile::{self, command::ForImage};
 
 /// chartreg's version: the first part of the default tag.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -85,6 +86,11 @@ pub struct ImageArgs {
 pub enum RunError {
     #[error(transparent)]
     Image(#[from] Error),
+    /// `--config`: packing or compiling the binaries.
+    #[error(transparent)]
+    Build(#[from] compile::command::Error),
+    #[error(transparent)]
+    Binary(#[from] BinaryError),
     #[error(
         "{EPOCH_VARIABLE}={value:?} is not a number of seconds since 1970 (an integer, 0 or more)"
     )]
@@ -273,8 +279,25 @@ impl ImageArgs {
     }
 }
 
-/// Runs `chartreg-build image` with `args` (see the module doc).
-pub fn run(args: &ImageArgs) -> Result<(), RunError> {
+/// Runs `chartreg-build image` with `args` (see the module doc). With `--config`, the content
+/// is packed once and the binaries are built first, as `build` does, one per `--platform`.
+pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
+    if let Some(config) = args.config.clone() {
+        let given = ForImage {
+            config,
+            assets: args.assets.clone(),
+            kit: args.kit.clone(),
+            cache: args.cache.clone(),
+        };
+        let platforms = match args.platforms.as_slice() {
+            [] => vec![None],
+            given => given.iter().cloned().map(Some).collect(),
+        };
+        for (platform, path) in compile::command::binaries(&given, &platforms)? {
+            let platform = parse_platform(&platform).map_err(BinaryError::Platform)?;
+            args.binaries.push(Binary { platform, path });
+        }
+    }
     let request = args.request(std::env::var_os(EPOCH_VARIABLE))?;
     let report = super::write(&request)?;
     for warning in &report.warnings {

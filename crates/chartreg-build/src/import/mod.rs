@@ -15,6 +15,7 @@
 //!    twice), and listed in the output folder's record as imported (`pack::imported`), which
 //!    is how `pack` keeps it and merges charts packed into the same repository with it.
 
+pub mod command;
 pub mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -21,6 +21,7 @@
 mod chart;
 mod chart_folder;
 mod chart_package;
+pub mod command;
 mod helmignore;
 mod image_layout;
 pub mod imported;
