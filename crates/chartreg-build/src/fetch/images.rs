@@ -245,7 +245,7 @@ pub async fn copy_repository(
                 return Err(at(Problem::NoSuchPlatform(platforms.join(", "))));
             }
             if index.manifests.len() != before {
-                data = gojson::to_vec(&index);
+                data = gojson::to_vec(&index).map_err(|e| at(e.into()))?;
                 digest = Digest::sha256_of(&data).to_string();
                 kind = index
                     .media_type
@@ -370,7 +370,7 @@ fn write_layout(dir: &Path, entries: Vec<Descriptor>) -> Result<(), Problem> {
         &marker,
         gojson::to_vec(&OciLayout {
             image_layout_version: LAYOUT_VERSION.to_owned(),
-        }),
+        })?,
     )
     .map_err(|e| io(&marker, e))?;
     let mut manifests = entries;
@@ -388,7 +388,7 @@ fn write_layout(dir: &Path, entries: Vec<Descriptor>) -> Result<(), Problem> {
         annotations: Annotations::new(),
     };
     let index_path = dir.join(INDEX_FILE);
-    std::fs::write(&index_path, gojson::to_vec(&index)).map_err(|e| io(&index_path, e))
+    std::fs::write(&index_path, gojson::to_vec(&index)?).map_err(|e| io(&index_path, e))
 }
 
 #[cfg(test)]

@@ -66,6 +66,9 @@ pub enum Problem {
     Invalid(String),
     #[error("{0}")]
     Io(String),
+    /// In an `Arc`: a `Problem` is `Clone`, and serde_json's error is not.
+    #[error(transparent)]
+    Unwritable(std::sync::Arc<chartreg_core::oci::gojson::Unwritable>),
     #[error("the lock pins {locked}, the source now serves {now} (re-pushed upstream?)")]
     Repushed { locked: String, now: String },
     /// The chart's classic repository has no index: its failure is reported once, for the
@@ -77,6 +80,12 @@ pub enum Problem {
         now: Vec<String>,
         locked: Vec<String>,
     },
+}
+
+impl From<chartreg_core::oci::gojson::Unwritable> for Problem {
+    fn from(e: chartreg_core::oci::gojson::Unwritable) -> Self {
+        Problem::Unwritable(std::sync::Arc::new(e))
+    }
 }
 
 /// A failure that may be worth trying again, or not.

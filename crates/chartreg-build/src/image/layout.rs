@@ -15,10 +15,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use chartreg_core::oci::gojson::{self, Unwritable};
 use chartreg_core::oci::layout::{
     Annotations, Descriptor, ImageIndex, ImageManifest, OCI_LAYOUT_FILE, Platform, blob_path,
 };
-use chartreg_core::oci::{Tag, gojson, media_type};
+use chartreg_core::oci::{Tag, media_type};
 use chartreg_core::tree::{self, Entry, LayoutBuilder, Outcome, Tree};
 
 use super::Error;
@@ -136,7 +137,11 @@ pub struct Assembled {
 }
 
 /// Lays out `images` in a layout folder named `leaf`, tagged `tag` (see the module doc, step 3).
-pub fn assemble(leaf: &str, images: &[PlatformImage<'_>], tag: &Tag) -> Assembled {
+pub fn assemble(
+    leaf: &str,
+    images: &[PlatformImage<'_>],
+    tag: &Tag,
+) -> Result<Assembled, Unwritable> {
     let mut layout = LayoutBuilder::new(leaf);
     let mut manifests = Vec::new();
     for image in images {
@@ -150,7 +155,7 @@ pub fn assemble(leaf: &str, images: &[PlatformImage<'_>], tag: &Tag) -> Assemble
             annotations.insert(BASE_DIGEST.to_owned(), base.manifest.to_string());
         }
         layers.push(layout.blob_file(media_type::OCI_LAYER_GZIP, image.layer.blob.clone()));
-        let config = layout.blob(media_type::OCI_CONFIG, gojson::to_vec(&image.config));
+        let config = layout.blob(media_type::OCI_CONFIG, gojson::to_vec(&image.config)?);
         let mut manifest = ImageManifest::new(config, layers);
         manifest.annotations = annotations;
         let mut descriptor = layout.manifest(media_type::OCI_MANIFEST, &manifest);
@@ -175,7 +180,7 @@ pub fn assemble(leaf: &str, images: &[PlatformImage<'_>], tag: &Tag) -> Assemble
         }
     };
     layout.list(top.clone(), Some(tag.as_str()));
-    let mut tree = layout.finish();
+    let mut tree = layout.finish()?;
     // The layers were written beside the layout for it: linked in, not copied.
     for image in images {
         let blob = &image.layer.blob;
@@ -184,11 +189,11 @@ pub fn assemble(leaf: &str, images: &[PlatformImage<'_>], tag: &Tag) -> Assemble
             Entry::Link(blob.clone()),
         );
     }
-    Assembled {
+    Ok(Assembled {
         tree,
         top,
         manifests,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
+use chartreg_core::oci::gojson::Unwritable;
 use chartreg_core::oci::layout::{Descriptor, Platform};
 use chartreg_core::oci::{Digest, Tag};
 use chartreg_core::tree::{Outcome, WriteError};
@@ -133,6 +134,8 @@ pub enum Error {
     Io { path: PathBuf, source: io::Error },
     #[error(transparent)]
     Write(#[from] WriteError),
+    #[error(transparent)]
+    Unwritable(#[from] Unwritable),
 }
 
 /// `seconds` since the epoch, as RFC 3339 in UTC (`1970-01-01T00:00:00Z`).
@@ -230,7 +233,7 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
             }
         })
         .collect();
-    let assembled = layout::assemble(output.leaf(), &images, &request.tag);
+    let assembled = layout::assemble(output.leaf(), &images, &request.tag)?;
 
     // 4. Into place.
     let outcome = output.write(&assembled.tree)?;

@@ -189,7 +189,8 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
                     .map_err(|e| repository_error(RepositoryProblem::Untagged(e)))?,
             );
         }
-        let tree = imported::layout_tree(name, &manifests, files, true);
+        let tree = imported::layout_tree(name, &manifests, files, true)
+            .map_err(|e| repository_error(RepositoryProblem::Untagged(e)))?;
         match tree::replace(&tree, out, name)
             .map_err(|e| repository_error(RepositoryProblem::Write(e)))?
         {

@@ -9,8 +9,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use chartreg_core::oci::gojson::{self, Unwritable};
 use chartreg_core::oci::layout::{Annotations, Descriptor, ImageManifest};
-use chartreg_core::oci::{Digest, RepositoryName, gojson, media_type};
+use chartreg_core::oci::{Digest, RepositoryName, media_type};
 use chartreg_core::tree::{BlobFile, LayoutBuilder, Tree};
 
 use super::chart::{self, Chart};
@@ -171,9 +172,12 @@ fn helm_annotations(chart: &Chart) -> Annotations {
 
 /// Stores what `helm push` would push for one chart version in `layout`; returns the
 /// manifest's descriptor.
-fn lay_out_version(layout: &mut LayoutBuilder, package: &ChartPackage) -> Descriptor {
+fn lay_out_version(
+    layout: &mut LayoutBuilder,
+    package: &ChartPackage,
+) -> Result<Descriptor, Unwritable> {
     let chart = &package.chart;
-    let config = layout.blob(media_type::HELM_CONFIG, gojson::to_vec(&chart.metadata));
+    let config = layout.blob(media_type::HELM_CONFIG, gojson::to_vec(&chart.metadata)?);
     let chart_layer = match &package.layer {
         Layer::File(file) => layout.blob_file(media_type::HELM_CHART, file.clone()),
         Layer::Packaged { data, .. } => layout.blob(media_type::HELM_CHART, data.clone()),
@@ -188,7 +192,7 @@ fn lay_out_version(layout: &mut LayoutBuilder, package: &ChartPackage) -> Descri
         annotations: helm_annotations(chart),
         ..ImageManifest::new(config, layers)
     };
-    layout.manifest(media_type::OCI_MANIFEST, &manifest)
+    Ok(layout.manifest(media_type::OCI_MANIFEST, &manifest))
 }
 
 /// One chart's repository: its name, tree, how many versions it holds, and an input it
@@ -237,13 +241,14 @@ pub(super) fn lay_out<'a>(
         let mut layout = LayoutBuilder::new(&repository);
         let mut source = PathBuf::new();
         for (tag, package) in &versions {
-            let manifest = lay_out_version(&mut layout, package);
+            let manifest =
+                lay_out_version(&mut layout, package).map_err(|e| at(&package.path)(e.into()))?;
             layout.list(manifest, Some(tag));
             source.clone_from(&package.path);
         }
         laid_out.push(ChartRepository {
             repository,
-            tree: layout.finish(),
+            tree: layout.finish().map_err(|e| at(&source)(e.into()))?,
             versions: versions.len(),
             source,
         });

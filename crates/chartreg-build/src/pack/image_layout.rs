@@ -209,7 +209,10 @@ impl ImageLayout {
         let manifests = taking.manifests.len();
         Ok(ImageLayout {
             spec: spec.clone(),
-            tree: taking.layout.finish(),
+            tree: taking
+                .layout
+                .finish()
+                .map_err(|e| at(&spec.dir)(e.into()))?,
             tags,
             manifests,
         })

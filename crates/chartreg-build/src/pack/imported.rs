@@ -28,6 +28,8 @@ const MAX_NESTING: usize = 8;
 /// Why an imported repository could not be walked or merged.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error(transparent)]
+    Unwritable(#[from] chartreg_core::oci::gojson::Unwritable),
     #[error("manifest {0} is missing")]
     Missing(Digest),
     #[error("{}: {source}", path.display())]
@@ -207,7 +209,7 @@ pub fn layout_tree(
     manifests: &[Descriptor],
     files: BTreeMap<Digest, BlobFile>,
     link: bool,
-) -> Tree {
+) -> Result<Tree, Error> {
     let mut tree = Tree::new();
     for (digest, file) in files {
         let entry = if link {
@@ -222,16 +224,16 @@ pub fn layout_tree(
     };
     tree.insert(
         format!("{root}/{OCI_LAYOUT_FILE}"),
-        Entry::Bytes(gojson::to_vec(&marker)),
+        Entry::Bytes(gojson::to_vec(&marker)?),
     );
     tree.insert(
         format!("{root}/{INDEX_FILE}"),
-        Entry::Bytes(index_bytes(manifests)),
+        Entry::Bytes(index_bytes(manifests)?),
     );
-    tree
+    Ok(tree)
 }
 
-fn index_bytes(manifests: &[Descriptor]) -> Vec<u8> {
+fn index_bytes(manifests: &[Descriptor]) -> Result<Vec<u8>, Error> {
     let index = ImageIndex {
         schema_version: 2,
         media_type: Some(media_type::OCI_INDEX.to_owned()),
@@ -240,7 +242,7 @@ fn index_bytes(manifests: &[Descriptor]) -> Vec<u8> {
         subject: None,
         annotations: Default::default(),
     };
-    gojson::to_vec(&index)
+    Ok(gojson::to_vec(&index)?)
 }
 
 /// The imported part of the repository `name`, rebuilt from its folder under `out`.
@@ -255,7 +257,7 @@ pub fn imported_tree(out: &Path, name: &str, imported: &Imported) -> Result<Tree
             source: Box::new(e),
         })?;
     }
-    Ok(layout_tree(name, &imported.manifests, files, false))
+    layout_tree(name, &imported.manifests, files, false)
 }
 
 /// `packed` (a chart repository's tree, as pack lays it out) merged by tag with the imported
@@ -313,7 +315,7 @@ pub fn merge(
             tree.entry(key).or_insert(entry);
         }
     }
-    tree.insert(index_key, Entry::Bytes(index_bytes(&manifests)));
+    tree.insert(index_key, Entry::Bytes(index_bytes(&manifests)?));
     Ok(tree)
 }
 

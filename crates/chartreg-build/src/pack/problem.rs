@@ -25,6 +25,8 @@ pub enum Problem {
     Io(String),
     #[error("{0}")]
     Imported(#[from] super::imported::Error),
+    #[error(transparent)]
+    Unwritable(#[from] chartreg_core::oci::gojson::Unwritable),
     #[error("{name} is imported from {}; only charts merge with an imported repository", bundles.join(", "))]
     ImportedLayout { name: String, bundles: Vec<String> },
     #[error("no chart packages (*.tgz) or chart folders found")]

@@ -42,13 +42,27 @@ impl Formatter for GoFormatter {
     }
 }
 
+/// A document serde_json refuses to write: a map whose keys are not strings, or a value whose
+/// `Serialize` fails. The OCI documents and chart metadata written here have neither; a type
+/// that gains one is this error, never an empty document.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write a {document} as JSON: {source}")]
+pub struct Unwritable {
+    /// The Rust type that was being written.
+    pub document: &'static str,
+    #[source]
+    pub source: serde_json::Error,
+}
+
 /// Serialises `value` as Go's `json.Marshal` would.
-pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Unwritable> {
     let mut out = Vec::new();
-    // Writing into a Vec cannot fail, and OCI documents have only string map keys.
     match value.serialize(&mut Serializer::with_formatter(&mut out, GoFormatter)) {
-        Ok(()) => out,
-        Err(_) => Vec::new(),
+        Ok(()) => Ok(out),
+        Err(source) => Err(Unwritable {
+            document: std::any::type_name::<T>(),
+            source,
+        }),
     }
 }
 
@@ -65,6 +79,16 @@ mod tests {
     #[case("é ü 日本", "\"é ü 日本\"")]
     #[case("\u{7f}", "\"\u{7f}\"")]
     fn escapes_like_go(#[case] input: &str, #[case] expected: &str) {
-        assert_eq!(String::from_utf8(to_vec(&input)).unwrap(), expected);
+        assert_eq!(
+            String::from_utf8(to_vec(&input).unwrap()).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn a_map_with_keys_other_than_strings_is_an_error() {
+        let map: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let e = to_vec(&map).unwrap_err();
+        assert!(e.to_string().contains("BTreeMap"), "{e}");
     }
 }

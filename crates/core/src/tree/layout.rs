@@ -5,11 +5,12 @@
 use serde::Serialize;
 
 use super::{BlobFile, Entry, Tree};
+use crate::oci::gojson::{self, Unwritable};
 use crate::oci::layout::{
     Annotations, Descriptor, INDEX_FILE, ImageIndex, LAYOUT_VERSION, OCI_LAYOUT_FILE, OciLayout,
     REF_NAME, blob_path,
 };
-use crate::oci::{Digest, gojson, media_type};
+use crate::oci::{Digest, media_type};
 
 /// One layout being built: documents in memory, blobs in memory or by reference.
 #[derive(Debug)]
@@ -17,6 +18,8 @@ pub struct LayoutBuilder {
     root: String,
     tree: Tree,
     index: ImageIndex,
+    /// The first document that could not be written: [`LayoutBuilder::finish`] fails with it.
+    unwritable: Option<Unwritable>,
 }
 
 impl LayoutBuilder {
@@ -33,6 +36,7 @@ impl LayoutBuilder {
                 subject: None,
                 annotations: Annotations::new(),
             },
+            unwritable: None,
         }
     }
 
@@ -56,9 +60,17 @@ impl LayoutBuilder {
         self.tree.insert(path, entry);
     }
 
-    /// Stores a manifest (or index) document as a blob; returns its descriptor.
+    /// Stores a manifest (or index) document as a blob; returns its descriptor. A document that
+    /// cannot be written as JSON is stored as nothing, and [`LayoutBuilder::finish`] fails
+    /// naming it (so building stays one call per document, and nothing is ever written of it).
     pub fn manifest<T: Serialize>(&mut self, media_type: &str, document: &T) -> Descriptor {
-        self.blob(media_type, gojson::to_vec(document))
+        match gojson::to_vec(document) {
+            Ok(data) => self.blob(media_type, data),
+            Err(e) => {
+                self.unwritable.get_or_insert(e);
+                Descriptor::new(media_type, Digest::sha256_of(&[]), 0)
+            }
+        }
     }
 
     /// Lists a manifest in `index.json`, tagged when `tag` is given.
@@ -71,25 +83,29 @@ impl LayoutBuilder {
         self.index.manifests.push(descriptor);
     }
 
-    /// The layout's files: blobs, `oci-layout` and `index.json`.
-    pub fn finish(mut self) -> Tree {
+    /// The layout's files: blobs, `oci-layout` and `index.json`; or the first document that
+    /// could not be written.
+    pub fn finish(mut self) -> Result<Tree, Unwritable> {
+        if let Some(e) = self.unwritable {
+            return Err(e);
+        }
         let marker = OciLayout {
             image_layout_version: LAYOUT_VERSION.to_owned(),
         };
         let root = &self.root;
         self.tree.insert(
             format!("{root}/{OCI_LAYOUT_FILE}"),
-            Entry::Bytes(gojson::to_vec(&marker)),
+            Entry::Bytes(gojson::to_vec(&marker)?),
         );
         self.tree.insert(
             format!("{root}/{INDEX_FILE}"),
-            Entry::Bytes(gojson::to_vec(&self.index)),
+            Entry::Bytes(gojson::to_vec(&self.index)?),
         );
-        self.tree
+        Ok(self.tree)
     }
 
     /// The layout's files in memory (blob files read); for tests and in-process content.
     pub fn into_files(self) -> std::io::Result<super::Files> {
-        super::load(self.finish())
+        super::load(self.finish().map_err(std::io::Error::other)?)
     }
 }
