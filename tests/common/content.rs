@@ -1,10 +1,10 @@
 //! Content on disk for the tests: the files of a folder as the binary embeds them, the
-//! committed `assets/` as a registry, the names in a folder, sha256 digests.
+//! committed `assets/` as a registry, the names in a folder, sha256 digests, a chart folder.
 //!
 //! Shared by the server's tests (`tests/common`) and the build tool's (`crates/chartreg-build/tests/common`,
 //! which includes this file by path); `super::root()` is the repository root on both sides.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chartreg_core::content::{ContentFile, Registry};
 
@@ -42,4 +42,25 @@ pub fn file_names(dir: &Path) -> Vec<String> {
 /// sha256 of bytes, as `sha256:<hex>`.
 pub fn sha256(data: &[u8]) -> String {
     chartreg_core::oci::Digest::sha256_of(data).to_string()
+}
+
+/// A minimal chart folder `<dir>/<name>`: Chart.yaml with `version`, values and a template.
+pub fn chart_folder(dir: &Path, name: &str, version: &str) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(folder.join("templates")).expect("chart folder");
+    let write = |path: &str, text: &str| {
+        std::fs::write(folder.join(path), text).expect("chart file");
+    };
+    write(
+        "Chart.yaml",
+        &format!(
+            "apiVersion: v2\nname: {name}\nversion: {version}\nappVersion: \"{version}\"\ndescription: {name} for the tests\n"
+        ),
+    );
+    write("values.yaml", "greeting: hello\n");
+    write(
+        "templates/configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-{{ .Chart.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  version: {{ .Chart.Version | quote }}\n",
+    );
+    folder
 }

@@ -54,27 +54,6 @@ pub fn packed(args: &[&str]) -> (tempfile::TempDir, Registry) {
     (out, registry)
 }
 
-/// A minimal chart folder `<dir>/<name>`: Chart.yaml with `version`, values and a template.
-pub fn chart_folder(dir: &Path, name: &str, version: &str) -> PathBuf {
-    let folder = dir.join(name);
-    std::fs::create_dir_all(folder.join("templates")).expect("chart folder");
-    let write = |path: &str, text: &str| {
-        std::fs::write(folder.join(path), text).expect("chart file");
-    };
-    write(
-        "Chart.yaml",
-        &format!(
-            "apiVersion: v2\nname: {name}\nversion: {version}\nappVersion: \"{version}\"\ndescription: {name} for the tests\n"
-        ),
-    );
-    write("values.yaml", "greeting: hello\n");
-    write(
-        "templates/configmap.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-{{ .Chart.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  version: {{ .Chart.Version | quote }}\n",
-    );
-    folder
-}
-
 /// An OCI image manifest of an empty config and one layer of `layer`, its blobs added to
 /// `layout`.
 pub fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {

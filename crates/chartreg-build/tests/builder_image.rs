@@ -250,7 +250,7 @@ fn the_builder_image_builds_a_content_repository_offline_from_its_warm_cache() {
     // A package with a `v`-prefixed version, as `helm package` writes it, and a chart folder.
     let charts = rootfs.path().join("work/team/charts");
     let sources = tempfile::tempdir().unwrap();
-    chart_folder(&sources.path().join("web"), "web", "v1.2.3");
+    chart_folder(sources.path(), "web", "v1.2.3");
     let out = Command::new(&helm)
         .arg("package")
         .arg(sources.path().join("web"))
@@ -261,14 +261,14 @@ fn the_builder_image_builds_a_content_repository_offline_from_its_warm_cache() {
         .expect("helm runs");
     assert!(out.status.success(), "helm package: {}", describe(&out));
     assert!(charts.join("web-v1.2.3.tgz").is_file());
-    chart_folder(&charts.join("api"), "api", "0.3.0");
+    chart_folder(&charts, "api", "0.3.0");
     assert_eq!(
         container.build(),
         ["chartreg-bin"],
         "the warm cache leaves only the crate that embeds the content to compile"
     );
 
-    chart_folder(&charts.join("worker"), "worker", "2.0.0");
+    chart_folder(&charts, "worker", "2.0.0");
     assert_eq!(container.build(), ["chartreg-bin"], "after one more chart");
 
     let server = rootfs.path().join("work/team/chartreg");

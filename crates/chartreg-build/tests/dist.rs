@@ -146,7 +146,7 @@ fn a_content_repository_builds_offline_from_the_release_archive() {
         team.join("charts/hello-1.0.0.tgz"),
     )
     .unwrap();
-    chart_folder(&team.join("charts/tiller-free"), "tiller-free", "v2.0.0");
+    chart_folder(&team.join("charts"), "tiller-free", "v2.0.0");
 
     // 2. The cold build: every crate from the kit, nothing from the network or a cargo home.
     let first = machine.run(&["build", "--config", "team/content.yaml", "--cache", "cache"]);

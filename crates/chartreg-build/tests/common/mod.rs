@@ -1,12 +1,11 @@
-//! Shared by the build tool's integration tests: the repository root, `CI=true`, the crates
-//! cargo said it compiled and a real-shaped chart folder (for the tests that run a build
-//! machine, `dist.rs` and `builder_image.rs`); and, for `fetch` and `import`, the harness the
-//! server's tests use too, included by path from `tests/common` so there is one copy of each:
-//! the external tools (Helm, skopeo, curl, CNCF distribution), content on disk, a private CA,
-//! and the chartreg library serving a registry in this process.
+//! Shared by the build tool's integration tests: the repository root, `CI=true` and the crates
+//! cargo said it compiled (for the tests that run a build machine, `dist.rs` and
+//! `builder_image.rs`); and the harness the server's tests use too, included by path from
+//! `tests/common` so there is one copy of each: the external tools (Helm, skopeo, curl, CNCF
+//! distribution), content on disk (chart folders among it), a private CA, and the chartreg
+//! library serving a registry in this process.
 #![allow(dead_code)]
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -44,20 +43,4 @@ pub fn compiled(out: &Output) -> Vec<String> {
         .filter_map(|l| l.trim().strip_prefix("Compiling "))
         .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
         .collect()
-}
-
-/// A chart folder `name` at `version` in `dir`, with one template.
-pub fn chart_folder(dir: &Path, name: &str, version: &str) {
-    fs::create_dir_all(dir.join("templates")).unwrap();
-    fs::write(
-        dir.join("Chart.yaml"),
-        format!("apiVersion: v2\nname: {name}\nversion: {version}\nappVersion: \"1.0\"\n"),
-    )
-    .unwrap();
-    fs::write(dir.join("values.yaml"), "replicas: 1\n").unwrap();
-    fs::write(
-        dir.join("templates/configmap.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
-    )
-    .unwrap();
 }

@@ -358,8 +358,7 @@ fn registry_with_basic_auth_charts_images_and_referrers() {
 
     // Upstream re-pushes hello 1.0.0 with other bytes: a locked fetch names it.
     let folder = tempfile::tempdir().expect("temp dir");
-    let chart = folder.path().join("hello");
-    common::chart_folder(&chart, "hello", "1.0.0");
+    let chart = common::chart_folder(folder.path(), "hello", "1.0.0");
     let helm = Helm::new("helm4").expect("helm4");
     helm.ok(&["package", str_path(&chart), "-d", str_path(folder.path())]);
     let other = common::read(&folder.path().join("hello-1.0.0.tgz"));

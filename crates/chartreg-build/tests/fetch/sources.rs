@@ -8,10 +8,9 @@
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::{Arc, Mutex, mpsc};
-use std::thread;
+use std::sync::{Arc, Mutex};
 
-use actix_web::dev::{ServerHandle, Service as _};
+use actix_web::dev::Service as _;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use base64::Engine as _;
 
@@ -264,8 +263,9 @@ struct FrontState {
 pub struct BearerFront {
     pub addr: SocketAddr,
     state: Arc<Mutex<FrontState>>,
-    handles: Vec<ServerHandle>,
-    thread: Option<thread::JoinHandle<()>>,
+    /// The registry behind the challenge, and the token endpoint: each on its own thread,
+    /// stopped when the front is dropped.
+    _servers: [common::Background; 2],
 }
 
 const TOKEN: &str = "chartreg-test-token";
@@ -278,84 +278,76 @@ impl BearerFront {
         let token_addr = token_listener.local_addr().expect("bound address");
         let state = Arc::new(Mutex::new(FrontState::default()));
         let expected = basic(user, password);
-        let (tx, rx) = mpsc::channel();
-        let thread_state = state.clone();
-        let thread = thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let registry = web::Data::new(common::assets_registry());
-                let challenge = format!(
-                    "Bearer realm=\"http://{token_addr}/token\",service=\"chartreg-test\""
-                );
-                let front_state = thread_state.clone();
-                let front = HttpServer::new(move || {
-                    let challenge = challenge.clone();
-                    let state = front_state.clone();
-                    chartreg::http::app(registry.clone()).wrap_fn(move |req, srv| {
-                        use futures_util::future::{Either, ready};
-                        let allowed = req
+        let front_state = state.clone();
+        let front = common::Background::spawn(move || {
+            let registry = web::Data::new(common::assets_registry());
+            let challenge =
+                format!("Bearer realm=\"http://{token_addr}/token\",service=\"chartreg-test\"");
+            HttpServer::new(move || {
+                let challenge = challenge.clone();
+                let state = front_state.clone();
+                chartreg::http::app(registry.clone()).wrap_fn(move |req, srv| {
+                    use futures_util::future::{Either, ready};
+                    let allowed = req
+                        .headers()
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        == Some(&format!("Bearer {TOKEN}"));
+                    if allowed {
+                        let call = srv.call(req);
+                        Either::Left(async move { Ok(call.await?.map_into_left_body()) })
+                    } else {
+                        state.lock().expect("front state").challenged += 1;
+                        let refused = HttpResponse::Unauthorized()
+                            .insert_header(("WWW-Authenticate", challenge.clone()))
+                            .insert_header(("Content-Type", "application/json"))
+                            .body(r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#);
+                        Either::Right(ready(Ok(req.into_response(refused).map_into_right_body())))
+                    }
+                })
+            })
+            .workers(1)
+            .listen(registry_listener)
+            .expect("listen")
+            .run()
+        });
+        let token_state = state.clone();
+        let tokens = common::Background::spawn(move || {
+            HttpServer::new(move || {
+                let expected = expected.clone();
+                let state = token_state.clone();
+                App::new().route(
+                    "/token",
+                    web::get().to(move |req: HttpRequest| {
+                        let ok = req
                             .headers()
                             .get("authorization")
                             .and_then(|v| v.to_str().ok())
-                            == Some(&format!("Bearer {TOKEN}"));
-                        if allowed {
-                            let call = srv.call(req);
-                            Either::Left(async move { Ok(call.await?.map_into_left_body()) })
-                        } else {
-                            state.lock().expect("front state").challenged += 1;
-                            let refused = HttpResponse::Unauthorized()
-                                .insert_header(("WWW-Authenticate", challenge.clone()))
-                                .insert_header(("Content-Type", "application/json"))
-                                .body(r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#);
-                            Either::Right(ready(Ok(req.into_response(refused).map_into_right_body())))
-                        }
-                    })
-                })
-                .workers(1)
-                .listen(registry_listener)
-                .expect("listen")
-                .run();
-                let token_state = thread_state.clone();
-                let tokens = HttpServer::new(move || {
-                    let expected = expected.clone();
-                    let state = token_state.clone();
-                    App::new().route(
-                        "/token",
-                        web::get().to(move |req: HttpRequest| {
-                            let ok = req
-                                .headers()
-                                .get("authorization")
-                                .and_then(|v| v.to_str().ok())
-                                == Some(expected.as_str());
-                            state.lock().expect("front state").token_requests.push(ok);
-                            async move {
-                                if ok {
-                                    HttpResponse::Ok().json(serde_json::json!({
-                                        "token": TOKEN,
-                                        "access_token": TOKEN,
-                                        "expires_in": 300
-                                    }))
-                                } else {
-                                    HttpResponse::Unauthorized().finish()
-                                }
+                            == Some(expected.as_str());
+                        state.lock().expect("front state").token_requests.push(ok);
+                        async move {
+                            if ok {
+                                HttpResponse::Ok().json(serde_json::json!({
+                                    "token": TOKEN,
+                                    "access_token": TOKEN,
+                                    "expires_in": 300
+                                }))
+                            } else {
+                                HttpResponse::Unauthorized().finish()
                             }
-                        }),
-                    )
-                })
-                .workers(1)
-                .listen(token_listener)
-                .expect("listen")
-                .run();
-                tx.send(vec![front.handle(), tokens.handle()])
-                    .expect("test is waiting");
-                let _ = futures_util::future::join(front, tokens).await;
+                        }
+                    }),
+                )
             })
+            .workers(1)
+            .listen(token_listener)
+            .expect("listen")
+            .run()
         });
-        let handles = rx.recv().expect("front started");
         BearerFront {
             addr,
             state,
-            handles,
-            thread: Some(thread),
+            _servers: [front, tokens],
         }
     }
 
@@ -371,16 +363,5 @@ impl BearerFront {
     /// Registry requests answered with the challenge.
     pub fn challenged(&self) -> usize {
         self.state.lock().expect("front state").challenged
-    }
-}
-
-impl Drop for BearerFront {
-    fn drop(&mut self) {
-        for handle in &self.handles {
-            futures_util::FutureExt::now_or_never(handle.stop(false));
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

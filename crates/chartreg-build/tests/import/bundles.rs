@@ -92,8 +92,7 @@ fn unix_second() -> u64 {
 /// `helm package` of a test chart `name` at `version` (its values greeting `greeting`).
 pub fn package(helm: &Helm, dir: &Path, name: &str, version: &str, greeting: &str) -> Vec<u8> {
     let sources = tempfile::tempdir().expect("temp dir");
-    let folder = sources.path().join(name);
-    common::chart_folder(&folder, name, version);
+    let folder = common::chart_folder(sources.path(), name, version);
     std::fs::write(
         folder.join("values.yaml"),
         format!("greeting: {greeting}\n"),
