@@ -13,8 +13,8 @@
 //!    upstream re-push, a list asking for other entries) is an error naming each entry, and
 //!    nothing is written.
 //!
-//! Errors name the repository, chart and version (or image) and say what went wrong: not
-//! found, authentication refused, digest mismatch, TLS failure.
+//! Errors (`problem`) name the repository, chart and version (or image) and say what went
+//! wrong: not found, authentication refused, digest mismatch, TLS failure.
 
 mod charts;
 pub mod command;
@@ -22,6 +22,7 @@ mod helm_repo;
 mod images;
 pub mod lists;
 mod oci;
+mod problem;
 mod progress;
 mod transport;
 mod versions;
@@ -33,150 +34,8 @@ use futures_util::StreamExt;
 
 pub use crate::lock::{Lock, LockedChart, LockedImage};
 use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
+pub use problem::{Entry, Failed, Failure, FetchError, Problem, Unlocked};
 pub use transport::{CaFileError, Transport};
-
-/// What went wrong with one entry.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum Problem {
-    #[error("not found")]
-    NotFound,
-    #[error("the repository has no such chart")]
-    NoSuchChart,
-    #[error("the source has no version {asked}{}", versions::listed(nearest))]
-    NoSuchVersion { asked: String, nearest: Vec<String> },
-    #[error("the source has no tag {asked}{}", versions::listed(nearest))]
-    NoSuchTag { asked: String, nearest: Vec<String> },
-    #[error("no platform {0} in the index")]
-    NoSuchPlatform(String),
-    #[error("authentication refused (HTTP {0})")]
-    AuthRefused(u16),
-    #[error("authentication refused: {0}")]
-    AuthRefusedBecause(String),
-    #[error("digest mismatch: expected {expected}, got {actual}")]
-    DigestMismatch { expected: String, actual: String },
-    #[error(
-        "TLS failure: {0} (a private CA is trusted with --ca-file FILE; `tlsVerify: false` on the list's entry skips the check)"
-    )]
-    Tls(String),
-    #[error("network failure: {0}")]
-    Network(String),
-    #[error("HTTP {0}: {1}")]
-    Http(u16, String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{0}")]
-    Io(String),
-    /// In an `Arc`: a `Problem` is `Clone`, and serde_json's error is not.
-    #[error(transparent)]
-    Unwritable(std::sync::Arc<chartreg_core::oci::gojson::Unwritable>),
-    #[error("the lock pins {locked}, the source now serves {now} (re-pushed upstream?)")]
-    Repushed { locked: String, now: String },
-    /// The chart's classic repository has no index: its failure is reported once, for the
-    /// repository.
-    #[error("the repository's index could not be read")]
-    IndexFailed,
-    #[error("its referrers are now {}, the lock pins {}", now.join(", "), locked.join(", "))]
-    ReferrersChanged {
-        now: Vec<String>,
-        locked: Vec<String>,
-    },
-}
-
-impl From<chartreg_core::oci::gojson::Unwritable> for Problem {
-    fn from(e: chartreg_core::oci::gojson::Unwritable) -> Self {
-        Problem::Unwritable(std::sync::Arc::new(e))
-    }
-}
-
-/// A failure that may be worth trying again, or not.
-#[derive(Debug)]
-pub enum Failure {
-    Transient(Problem),
-    Final(Problem),
-}
-
-/// Why a fetch failed: a list or the lock that could not be taken, or every entry that
-/// failed, each named.
-#[derive(Debug, thiserror::Error)]
-pub enum FetchError {
-    #[error("cannot start: {0}")]
-    Start(std::io::Error),
-    #[error(transparent)]
-    Lists(#[from] lists::Error),
-    /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
-    #[error(transparent)]
-    Lock(Box<crate::lock::Error>),
-    #[error("{}: --locked, but there is no lock: run fetch without --locked first", .0.display())]
-    NoLock(PathBuf),
-    #[error("{}: {source}", path.display())]
-    LockText {
-        path: PathBuf,
-        source: serde_yaml_ng::Error,
-    },
-    #[error("{}: {source}", path.display())]
-    WriteLock {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    /// Entries that failed, sorted by how they read.
-    #[error("{}", lines(.0))]
-    Entries(Vec<Failed>),
-    /// With `--locked`: entries the lists and the lock do not both hold.
-    #[error("{}\n(--locked: run fetch without --locked to update the lock)", lines(.0))]
-    Unlocked(Vec<Unlocked>),
-}
-
-impl From<crate::lock::Error> for FetchError {
-    fn from(e: crate::lock::Error) -> Self {
-        FetchError::Lock(Box::new(e))
-    }
-}
-
-fn lines(items: &[impl std::fmt::Display]) -> String {
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// What an entry of the lists or the lock is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Entry {
-    /// A classic Helm repository, by its name in the list, and its URL.
-    Repository { name: String, url: String },
-    /// A chart, by its lock key.
-    Chart(String),
-    /// An image, `registry/repository:tag`.
-    Image(String),
-}
-
-impl std::fmt::Display for Entry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Entry::Repository { name, url } => write!(f, "repository {name} ({url})"),
-            Entry::Chart(key) => write!(f, "chart {key}"),
-            Entry::Image(key) => write!(f, "image {key}"),
-        }
-    }
-}
-
-/// One entry that failed, and why.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{entry}: {problem}")]
-pub struct Failed {
-    pub entry: Entry,
-    pub problem: Problem,
-}
-
-/// An entry only one of the lists and the lock holds.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum Unlocked {
-    #[error("{0}: in the list but not in the lock")]
-    NotLocked(Entry),
-    #[error("{0}: in the lock but not in the list")]
-    NotListed(Entry),
-}
 
 /// What `fetch` is asked.
 #[derive(Debug, Clone)]
