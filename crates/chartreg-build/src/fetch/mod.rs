@@ -113,14 +113,74 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         check_lists(&charts_file, &chart_sources, &image_sources, previous)?;
     }
     let progress = progress::Progress::new();
-    let mut failures = Vec::new();
     let mut lock = Lock::new();
     lock.lists = crate::lock::Lists {
         helm_charts_file: options.charts_file.as_deref().map(|p| options.recorded(p)),
         images_file: options.images_file.as_deref().map(|p| options.recorded(p)),
     };
+    let pinned = previous.as_ref().filter(|_| options.locked);
+    let lists = Lists {
+        charts_file: &charts_file,
+        images_file: &images_file,
+    };
+    let charts = fetch_charts(options, lists, &chart_sources, pinned, &progress).await;
+    let images = fetch_images(options, lists, &image_sources, pinned, &progress).await;
+    progress.done();
+    lock.charts = charts.locked;
+    lock.images = images.locked;
+    let mut failures = charts.failures;
+    failures.extend(images.failures);
+    if !failures.is_empty() {
+        failures.sort_by_cached_key(ToString::to_string);
+        return Err(FetchError::Entries(failures));
+    }
+    let report = Report {
+        charts: lock.charts.len(),
+        images: lock.images.len(),
+        changes: previous
+            .as_ref()
+            .map_or_else(|| lock.changes(&Lock::new()), |before| lock.changes(before)),
+    };
+    if options.locked {
+        // Everything matched the lock: nothing to write.
+        return Ok(report);
+    }
+    write_lock(&options.lock, &lock)?;
+    Ok(report)
+}
 
-    // Charts: each classic repository's index once, then every version in parallel.
+/// The two lists, as read.
+#[derive(Clone, Copy)]
+struct Lists<'a> {
+    charts_file: &'a ChartsFile,
+    images_file: &'a ImagesFile,
+}
+
+/// What one kind of entry came to: what the lock records, and the entries that failed.
+struct Fetched<T> {
+    locked: BTreeMap<String, T>,
+    failures: Vec<Failed>,
+}
+
+impl<T> Default for Fetched<T> {
+    fn default() -> Self {
+        Fetched {
+            locked: BTreeMap::new(),
+            failures: Vec::new(),
+        }
+    }
+}
+
+/// Charts: each classic repository's index once, then every version in parallel (`pinned`:
+/// the lock, with `--locked`).
+async fn fetch_charts(
+    options: &Options,
+    lists: Lists<'_>,
+    chart_sources: &[ChartSource],
+    pinned: Option<&Lock>,
+    progress: &progress::Progress,
+) -> Fetched<LockedChart> {
+    let mut fetched = Fetched::default();
     let mut indexes = BTreeMap::new();
     for name in chart_sources.iter().filter_map(|s| match s {
         ChartSource::Repository { repository, .. } => Some(repository),
@@ -129,7 +189,7 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         if indexes.contains_key(name) {
             continue;
         }
-        let Some(config) = charts_file.repositories.get(name) else {
+        let Some(config) = lists.charts_file.repositories.get(name) else {
             continue;
         };
         if config.oci().is_some() {
@@ -141,7 +201,7 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
                 Ok(index) => {
                     indexes.insert(name.clone(), (repo, index));
                 }
-                Err(problem) => failures.push(Failed {
+                Err(problem) => fetched.failures.push(Failed {
                     entry: Entry::Repository {
                         name: name.clone(),
                         url: config.repo_url.clone(),
@@ -149,7 +209,7 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
                     problem,
                 }),
             },
-            Err(problem) => failures.push(Failed {
+            Err(problem) => fetched.failures.push(Failed {
                 entry: Entry::Repository {
                     name: name.clone(),
                     url: config.repo_url.clone(),
@@ -158,18 +218,15 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
             }),
         }
     }
-    let locked_charts = previous
-        .as_ref()
-        .filter(|_| options.locked)
-        .map(|l| &l.charts);
+    let locked_charts = pinned.map(|l| &l.charts);
     let results: Vec<(String, Result<LockedChart, Problem>)> =
         futures_util::stream::iter(chart_sources.iter())
             .map(|source| {
-                let key = source.describe(&charts_file);
+                let key = source.describe(lists.charts_file);
                 let pinned = locked_charts.and_then(|l| l.get(&key)).cloned();
                 let task = progress.task(&key);
                 let indexes = &indexes;
-                let lists = (&charts_file, &images_file);
+                let lists = (lists.charts_file, lists.images_file);
                 async move {
                     let result =
                         charts::fetch(source, lists, indexes, options, pinned.as_ref()).await;
@@ -183,34 +240,42 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
     for (key, result) in results {
         match result {
             Ok(locked) => {
-                lock.charts.insert(key, locked);
+                fetched.locked.insert(key, locked);
             }
             // A repository whose index failed is reported once, above.
             Err(Problem::IndexFailed) => {}
-            Err(problem) => failures.push(Failed {
+            Err(problem) => fetched.failures.push(Failed {
                 entry: Entry::Chart(key),
                 problem,
             }),
         }
     }
+    fetched
+}
 
-    // Images: a repository at a time (its layout is one folder), repositories in parallel.
+/// Images: a repository at a time (its layout is one folder), repositories in parallel
+/// (`pinned`: the lock, with `--locked`).
+async fn fetch_images(
+    options: &Options,
+    lists: Lists<'_>,
+    image_sources: &[ImageSource],
+    pinned: Option<&Lock>,
+    progress: &progress::Progress,
+) -> Fetched<LockedImage> {
+    let mut fetched = Fetched::default();
     let mut by_repository: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for image in &image_sources {
+    for image in image_sources {
         by_repository
             .entry((image.registry.clone(), image.repository.clone()))
             .or_default()
             .push(image.tag.clone());
     }
-    let locked_images = previous
-        .as_ref()
-        .filter(|_| options.locked)
-        .map(|l| &l.images);
+    let locked_images = pinned.map(|l| &l.images);
     let results: Vec<Vec<(String, Result<LockedImage, Problem>)>> =
         futures_util::stream::iter(by_repository.iter())
             .map(|((registry_host, repository), tags)| {
                 let task = progress.task(&format!("{registry_host}/{repository}"));
-                let images_file = &images_file;
+                let images_file = lists.images_file;
                 async move {
                     let registry =
                         oci::Registry::for_host(registry_host, &options.transport, images_file);
@@ -289,33 +354,15 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
     for (key, result) in results.into_iter().flatten() {
         match result {
             Ok(locked) => {
-                lock.images.insert(key, locked);
+                fetched.locked.insert(key, locked);
             }
-            Err(problem) => failures.push(Failed {
+            Err(problem) => fetched.failures.push(Failed {
                 entry: Entry::Image(key),
                 problem,
             }),
         }
     }
-    progress.done();
-
-    if !failures.is_empty() {
-        failures.sort_by_cached_key(ToString::to_string);
-        return Err(FetchError::Entries(failures));
-    }
-    let report = Report {
-        charts: lock.charts.len(),
-        images: lock.images.len(),
-        changes: previous
-            .as_ref()
-            .map_or_else(|| lock.changes(&Lock::new()), |before| lock.changes(before)),
-    };
-    if options.locked {
-        // Everything matched the lock: nothing to write.
-        return Ok(report);
-    }
-    write_lock(&options.lock, &lock)?;
-    Ok(report)
+    fetched
 }
 
 /// With `--locked`: the lists must ask for exactly what the lock holds.
