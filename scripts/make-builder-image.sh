@@ -40,9 +40,8 @@
 # once). Each step's time and size is logged to stderr.
 set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: $0 DIST_TARBALL OUT_LAYOUT" >&2; exit 2; }
-absolute() { if [[ "$1" == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$PWD" "$1"; fi; }
-DIST=$(absolute "$1")
-OUT=$(absolute "$2")
+DIST=$(realpath -ms "$1")
+OUT=$(realpath -ms "$2")
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 log() { printf '[builder] %s\n' "$*" >&2; }

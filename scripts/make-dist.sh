@@ -16,9 +16,8 @@
 # owner 0, times from SOURCE_DATE_EPOCH (default: the last commit's time).
 set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: $0 BUILD_TOOL OUT_DIR" >&2; exit 2; }
-absolute() { if [[ "$1" == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$PWD" "$1"; fi; }
-TOOL=$(absolute "$1")
-OUT=$(absolute "$2")
+TOOL=$(realpath -ms "$1")
+OUT=$(realpath -ms "$2")
 cd "$(dirname "$0")/.."
 log() { printf '[dist] %s\n' "$*" >&2; }
 [[ -x "$TOOL" ]] || { log "error: $TOOL is not an executable (make build-tool builds it)"; exit 1; }

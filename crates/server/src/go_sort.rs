@@ -178,44 +178,41 @@ impl<T, F: Fn(&T, &T) -> bool> Data<'_, T, F> {
             return (j, true);
         }
         self.swap(i, j);
-        i += 1;
-        j -= 1;
-        loop {
-            while i <= j && self.less(i, a) {
-                i += 1;
-            }
-            while i <= j && !self.less(j, a) {
-                j -= 1;
-            }
-            if i > j {
-                break;
-            }
-            self.swap(i, j);
-            i += 1;
-            j -= 1;
-        }
+        let (_, j) = self.sweep(i + 1, j - 1, |s, i| s.less(i, a), |s, j| !s.less(j, a));
         self.swap(j, a);
         (j, false)
     }
 
     fn partition_equal(&mut self, a: isize, b: isize, pivot: isize) -> isize {
         self.swap(a, pivot);
-        let (mut i, mut j) = (a + 1, b - 1);
+        let (i, _) = self.sweep(a + 1, b - 1, |s, i| !s.less(a, i), |s, j| s.less(a, j));
+        i
+    }
+
+    /// The loop Go's `partition` and `partitionEqual` share: `i` moves right while `left(i)`,
+    /// `j` left while `right(j)`, and the pair they stop at is swapped, until they cross.
+    /// Returns where they stopped.
+    fn sweep(
+        &mut self,
+        mut i: isize,
+        mut j: isize,
+        left: impl Fn(&Self, isize) -> bool,
+        right: impl Fn(&Self, isize) -> bool,
+    ) -> (isize, isize) {
         loop {
-            while i <= j && !self.less(a, i) {
+            while i <= j && left(self, i) {
                 i += 1;
             }
-            while i <= j && self.less(a, j) {
+            while i <= j && right(self, j) {
                 j -= 1;
             }
             if i > j {
-                break;
+                return (i, j);
             }
             self.swap(i, j);
             i += 1;
             j -= 1;
         }
-        i
     }
 
     fn partial_insertion_sort(&mut self, a: isize, b: isize) -> bool {
