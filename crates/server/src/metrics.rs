@@ -8,15 +8,21 @@
 //! - `chartreg_build_info{version,revision}` 1
 //!
 //! Health, readiness and metrics requests are not registry traffic and are not counted. The
-//! routes counted are the route table's (`http::LABELS`), given at construction: a request is
-//! recorded by its route's index there ([`Metrics::record`]), as one counter of the requests
-//! family (found by its labels; series that never counted are not shown), and the route's own
-//! bytes counter and histogram, made for every route at construction (so every route shows,
-//! zero or not) and held by index. Methods other than GET and HEAD count as `other`, and so do
-//! statuses chartreg does not answer with.
+//! routes counted are the route table's (`http::LABELS`), given at construction. Methods other
+//! than GET and HEAD count as `other`, and so do statuses chartreg does not answer with.
+//!
+//! 1. [`Metrics::new`] registers the families in a `Registry` and makes each route's bytes
+//!    counter and histogram (so every route shows, zero or not), keeping handles to them by
+//!    route index, and one empty slot per (route, method, status) requests counter.
+//! 2. [`Metrics::record`], on the request path, finds everything by index: the first request
+//!    of a (route, method, status) takes its counter from the requests family (so series that
+//!    never counted are not shown) into its slot; then it is a few atomic adds and the
+//!    histogram's lock, with no label hashing.
+//! 3. [`Metrics::render`], on a scrape, has the crate write the registry.
 //!
 //! The crate names a counter's series with `_total` itself: counters are registered without it.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -32,21 +38,31 @@ use chartreg_core::content::Summary;
 /// The `Content-Type` of what [`Metrics::render`] writes.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
+const METHODS: [&str; 3] = ["GET", "HEAD", "other"];
 /// Statuses chartreg answers with; anything else is counted as `other`.
 const STATUSES: [u16; 11] = [200, 206, 304, 400, 404, 405, 408, 416, 431, 500, 503];
+/// Request counters a route can have: each method with each status and `other`.
+const PER_ROUTE: usize = METHODS.len() * (STATUSES.len() + 1);
 /// Histogram bucket bounds in seconds.
 const BUCKETS: [f64; 16] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,
 ];
 
-/// A request method's label: `GET`, `HEAD`, or `other`.
-fn method_label(method: &str) -> &'static str {
+fn method_index(method: &str) -> usize {
     match method {
-        "GET" => "GET",
-        "HEAD" => "HEAD",
-        _ => "other",
+        "GET" => 0,
+        "HEAD" => 1,
+        _ => 2,
     }
+}
+
+/// Where `status` is in [`STATUSES`]; past its end for `other`.
+fn status_index(status: u16) -> usize {
+    STATUSES
+        .iter()
+        .position(|s| *s == status)
+        .unwrap_or(STATUSES.len())
 }
 
 /// A response status's label: one of [`STATUSES`], or `other`.
@@ -54,16 +70,6 @@ fn method_label(method: &str) -> &'static str {
 enum Status {
     Known(u16),
     Other,
-}
-
-impl Status {
-    fn of(status: u16) -> Self {
-        if STATUSES.contains(&status) {
-            Status::Known(status)
-        } else {
-            Status::Other
-        }
-    }
 }
 
 impl EncodeLabelValue for Status {
@@ -129,6 +135,9 @@ impl BuildInfo {
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
+    /// The requests family's counters, [`PER_ROUTE`] per route (by method, then status), each
+    /// taken from the family on its first request and counted through directly after that.
+    request_counters: Vec<OnceLock<Counter>>,
     /// By route index; the last counts every unknown index.
     routes: Vec<RouteMetrics>,
 }
@@ -162,7 +171,7 @@ impl Metrics {
             "Time from request to the last body byte, by route",
             durations.clone(),
         );
-        let routes = routes
+        let routes: Vec<RouteMetrics> = routes
             .iter()
             .map(|&label| {
                 let labels = RouteLabels { route: label };
@@ -208,25 +217,42 @@ impl Metrics {
         Metrics {
             registry,
             requests,
+            request_counters: (0..routes.len() * PER_ROUTE)
+                .map(|_| OnceLock::new())
+                .collect(),
             routes,
         }
     }
 
     /// Records one finished request.
+    ///
+    /// The requests counter is kept in its slot rather than found by its labels in the family
+    /// on every request (`Family::get_or_create`: a read lock and a SipHash of the labels),
+    /// which took 570 of the 645 instructions a family lookup added to a manifest request
+    /// (13,471 -> 14,117, +4.8%); with the slot the crate adds 15 (13,486, +0.1%). Counted by
+    /// callgrind in process, as `bench/lookup-flatness.sh` does: `valgrind --tool=callgrind
+    /// --toggle-collect='*serve_requests*' target/release/examples/lookup_cost --tags 10
+    /// --requests 2000`, the hand-written atomics (git f9b6695) against this.
     pub fn record(&self, route: usize, method: &str, status: u16, bytes: u64, took: Duration) {
         let route = route.min(self.routes.len().saturating_sub(1));
-        let Some(at) = self.routes.get(route) else {
+        let (m, s) = (method_index(method), status_index(status));
+        let at = route * PER_ROUTE + m * (STATUSES.len() + 1) + s;
+        let (Some(metrics), Some(counter)) =
+            (self.routes.get(route), self.request_counters.get(at))
+        else {
             return;
         };
-        self.requests
-            .get_or_create(&RequestLabels {
-                route: at.label,
-                method: method_label(method),
-                status: Status::of(status),
+        counter
+            .get_or_init(|| {
+                self.requests.get_or_create_owned(&RequestLabels {
+                    route: metrics.label,
+                    method: METHODS.get(m).copied().unwrap_or("other"),
+                    status: STATUSES.get(s).map_or(Status::Other, |s| Status::Known(*s)),
+                })
             })
             .inc();
-        at.bytes.inc_by(bytes);
-        at.durations.observe(took.as_secs_f64());
+        metrics.bytes.inc_by(bytes);
+        metrics.durations.observe(took.as_secs_f64());
     }
 
     /// The Prometheus text exposition of every metric.
