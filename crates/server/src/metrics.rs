@@ -112,7 +112,7 @@ pub struct BuildInfo {
 
 /// The git revision the binary was built from, as its build script found it: set once by the
 /// binary (`main.rs`) before the command runs.
-static REVISION: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+static REVISION: OnceLock<&'static str> = OnceLock::new();
 
 impl BuildInfo {
     /// Records the binary's git revision for [`BuildInfo::of_this_build`]; the first call wins.
@@ -143,7 +143,7 @@ pub struct Metrics {
 }
 
 /// A histogram with [`BUCKETS`], for the durations family.
-fn durations() -> Histogram {
+fn duration_histogram() -> Histogram {
     Histogram::new(BUCKETS)
 }
 
@@ -164,8 +164,9 @@ impl Metrics {
             "Response body bytes sent, by route",
             bytes.clone(),
         );
-        let durations =
-            Family::<RouteLabels, Histogram, fn() -> Histogram>::new_with_constructor(durations);
+        let durations = Family::<RouteLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            duration_histogram,
+        );
         registry.register(
             "chartreg_http_request_duration_seconds",
             "Time from request to the last body byte, by route",
