@@ -16,6 +16,8 @@
 //! with only prereleases, or with no version that is strict semver), the newest by Helm's
 //! order, stable first, which `--version` then pulls.
 
+mod mapping;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use chartreg_core::content::{Kind, Registry, Repository, Unreadable};
@@ -26,6 +28,8 @@ use crate::web::model::chart_parts;
 
 use crate::versions::{helm_latest, order};
 
+pub use mapping::{Mapping, MappingError, read_mapping};
+
 /// What the command is asked for.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -33,7 +37,7 @@ pub struct Request {
     pub name: String,
     pub namespace: Option<String>,
     /// Data key -> chart name.
-    pub mapping: BTreeMap<String, String>,
+    pub mapping: Mapping,
     /// Only the charts `mapping` names.
     pub only_mapped: bool,
     /// Charts left out; each must be a chart under the repository URL.

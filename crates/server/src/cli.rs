@@ -156,55 +156,6 @@ pub struct AddonsArgs {
     pub all_versions: bool,
 }
 
-/// Why the mapping file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum MappingError {
-    #[error("{}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{}: line {number}: expected `KEY: CHART`, not `{line}`", path.display())]
-    Line {
-        path: PathBuf,
-        number: usize,
-        line: String,
-    },
-}
-
-/// Data key -> chart name, as the mapping file gives them.
-type Mapping = std::collections::BTreeMap<String, String>;
-
-/// The mapping file: `KEY: CHART` lines, `#` comments; errors name the line.
-fn read_mapping(path: &std::path::Path) -> Result<Mapping, MappingError> {
-    let text = std::fs::read_to_string(path).map_err(|source| MappingError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let mut mapping = Mapping::new();
-    for (n, line) in text.lines().enumerate() {
-        // `split` yields at least one piece.
-        let line = line.split(" #").next().unwrap_or_default().trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let unquote = |s: &str| s.trim().trim_matches(['"', '\'']).to_owned();
-        match line.split_once(':') {
-            Some((key, chart)) if !unquote(key).is_empty() && !unquote(chart).is_empty() => {
-                mapping.insert(unquote(key), unquote(chart));
-            }
-            _ => {
-                return Err(MappingError::Line {
-                    path: path.to_owned(),
-                    number: n.saturating_add(1),
-                    line: line.to_owned(),
-                });
-            }
-        }
-    }
-    Ok(mapping)
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct LsArgs {
     /// Print JSON instead of a table.
@@ -266,7 +217,7 @@ enum CommandError {
     #[error(transparent)]
     Unreadable(#[from] chartreg_core::content::Unreadable),
     #[error(transparent)]
-    Mapping(#[from] MappingError),
+    Mapping(#[from] addons::MappingError),
     #[error(transparent)]
     Addons(#[from] addons::AddonsError),
 }
@@ -310,7 +261,7 @@ fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandErr
 
 fn addons_config(args: &AddonsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
     let mapping = match &args.mapping {
-        Some(path) => read_mapping(path)?,
+        Some(path) => addons::read_mapping(path)?,
         None => Default::default(),
     };
     let request = addons::Request {
@@ -345,50 +296,4 @@ fn verify(content: impl FnOnce() -> Content) -> Result<(), CommandError> {
         eprintln!("chartreg: {problem}");
     }
     Err(CommandError::Verify(problems.len()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-
-    #[rstest]
-    #[case("greeter: hello # the greeter\n\"nfd\": 'node-feature-discovery'\n", Ok(&[("greeter", "hello"), ("nfd", "node-feature-discovery")][..]))]
-    #[case(
-        "# only a comment\n\nok: chart\nno colon here\n",
-        Err("line 4: expected `KEY: CHART`, not `no colon here`")
-    )]
-    #[case(": chart\n", Err("line 1: expected `KEY: CHART`, not `: chart`"))]
-    fn mapping_files(#[case] text: &str, #[case] expected: Result<&[(&str, &str)], &str>) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("mapping.yaml");
-        std::fs::write(&path, text).unwrap();
-        match (read_mapping(&path), expected) {
-            (Ok(mapping), Ok(pairs)) => {
-                let pairs: Vec<(String, String)> = pairs
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect();
-                assert_eq!(mapping.into_iter().collect::<Vec<_>>(), pairs);
-            }
-            (Err(e @ MappingError::Line { .. }), Err(message)) => {
-                assert_eq!(e.to_string(), format!("{}: {message}", path.display()));
-            }
-            (got, _) => panic!("{got:?}"),
-        }
-    }
-
-    #[test]
-    fn a_missing_mapping_file_is_named() {
-        let path = std::path::Path::new("/nonexistent/mapping.yaml");
-        let e = read_mapping(path).unwrap_err();
-        assert!(
-            matches!(&e, MappingError::Read { path: p, .. } if p == path),
-            "{e:?}"
-        );
-        assert!(
-            e.to_string().starts_with("/nonexistent/mapping.yaml: "),
-            "{e}"
-        );
-    }
 }

@@ -1,6 +1,5 @@
-//! Prometheus metrics, kept in fixed arrays of atomic counters so that recording a request is a
-//! few relaxed atomic adds (no locks, no allocation, no label lookups on the request path), and
-//! rendered by hand in the Prometheus text exposition format (version 0.0.4) when scraped.
+//! Prometheus metrics, kept and rendered by `prometheus-client` (the Prometheus project's Rust
+//! client) in the Prometheus text exposition format, version 0.0.4 ([`CONTENT_TYPE`]).
 //!
 //! - `chartreg_http_requests_total{route,method,status}`
 //! - `chartreg_http_response_bytes_total{route}`: body bytes sent
@@ -9,18 +8,41 @@
 //! - `chartreg_build_info{version,revision}` 1
 //!
 //! Health, readiness and metrics requests are not registry traffic and are not counted. The
-//! routes counted are the route table's (`http::LABELS`), given at construction: a request is
-//! recorded by its route's index there.
+//! routes counted are the route table's (`http::LABELS`), given at construction. Methods other
+//! than GET and HEAD count as `other`, and so do statuses chartreg does not answer with.
+//!
+//! 1. [`Metrics::new`] registers the families in a `Registry` and makes each route's bytes
+//!    counter and histogram (so every route shows, zero or not), keeping handles to them by
+//!    route index, and one empty slot per (route, method, status) requests counter.
+//! 2. [`Metrics::record`], on the request path, finds everything by index: the first request
+//!    of a (route, method, status) takes its counter from the requests family (so series that
+//!    never counted are not shown) into its slot; then it is a few atomic adds and the
+//!    histogram's lock, with no label hashing.
+//! 3. [`Metrics::render`], on a scrape, has the crate write the registry.
+//!
+//! The crate names a counter's series with `_total` itself: counters are registered without it.
 
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
 
 use chartreg_core::content::Summary;
 
+/// The `Content-Type` of what [`Metrics::render`] writes.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
 const METHODS: [&str; 3] = ["GET", "HEAD", "other"];
 /// Statuses chartreg answers with; anything else is counted as `other`.
-const STATUSES: [u16; 12] = [200, 206, 304, 400, 404, 405, 408, 416, 431, 500, 503, 0];
+const STATUSES: [u16; 11] = [200, 206, 304, 400, 404, 405, 408, 416, 431, 500, 503];
+/// Request counters a route can have: each method with each status and `other`.
+const PER_ROUTE: usize = METHODS.len() * (STATUSES.len() + 1);
 /// Histogram bucket bounds in seconds.
 const BUCKETS: [f64; 16] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -35,33 +57,50 @@ fn method_index(method: &str) -> usize {
     }
 }
 
+/// Where `status` is in [`STATUSES`]; past its end for `other`.
 fn status_index(status: u16) -> usize {
     STATUSES
         .iter()
         .position(|s| *s == status)
-        .unwrap_or(STATUSES.len() - 1)
+        .unwrap_or(STATUSES.len())
 }
 
-#[derive(Debug, Default)]
-struct Histogram {
-    /// Observations per bucket (not cumulative), plus the overflow above the last bound.
-    buckets: [AtomicU64; BUCKETS.len() + 1],
-    sum_nanos: AtomicU64,
+/// A response status's label: one of [`STATUSES`], or `other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Status {
+    Known(u16),
+    Other,
 }
 
-impl Histogram {
-    fn observe(&self, d: Duration) {
-        let seconds = d.as_secs_f64();
-        let bucket = BUCKETS
-            .iter()
-            .position(|b| seconds <= *b)
-            .unwrap_or(BUCKETS.len());
-        if let Some(counter) = self.buckets.get(bucket) {
-            counter.fetch_add(1, Ordering::Relaxed);
+impl EncodeLabelValue for Status {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        match self {
+            Status::Known(status) => status.encode(encoder),
+            Status::Other => "other".encode(encoder),
         }
-        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
+}
+
+/// The labels of `chartreg_http_requests_total`, in the order they are written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    method: &'static str,
+    status: Status,
+}
+
+/// The label of the per-route metrics.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+/// One route's own series, shared with the registry's families.
+#[derive(Debug)]
+struct RouteMetrics {
+    label: &'static str,
+    bytes: Counter,
+    durations: Histogram,
 }
 
 /// Build identity, shown as `chartreg_build_info`.
@@ -73,7 +112,7 @@ pub struct BuildInfo {
 
 /// The git revision the binary was built from, as its build script found it: set once by the
 /// binary (`main.rs`) before the command runs.
-static REVISION: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+static REVISION: OnceLock<&'static str> = OnceLock::new();
 
 impl BuildInfo {
     /// Records the binary's git revision for [`BuildInfo::of_this_build`]; the first call wins.
@@ -94,171 +133,136 @@ impl BuildInfo {
 /// Every metric chartreg exports.
 #[derive(Debug)]
 pub struct Metrics {
-    /// The routes' labels, by index; the last counts everything else.
-    routes: &'static [&'static str],
-    requests: Vec<AtomicU64>,
-    bytes: Vec<AtomicU64>,
-    durations: Vec<Histogram>,
-    content: Summary,
-    build: BuildInfo,
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    /// The requests family's counters, [`PER_ROUTE`] per route (by method, then status), each
+    /// taken from the family on its first request and counted through directly after that.
+    request_counters: Vec<OnceLock<Counter>>,
+    /// By route index; the last counts every unknown index.
+    routes: Vec<RouteMetrics>,
+}
+
+/// A histogram with [`BUCKETS`], for the durations family.
+fn duration_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
 }
 
 impl Metrics {
-    /// Counters for `routes` (labels by index: the last one counts every unknown index).
+    /// Metrics for `routes` (labels by index: the last one counts every unknown index).
     pub fn new(routes: &'static [&'static str], content: Summary, build: BuildInfo) -> Self {
+        let mut registry = Registry::default();
+        // The crate ends every help text with a full stop.
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "chartreg_http_requests",
+            "Requests answered, by route, method and status",
+            requests.clone(),
+        );
+        let bytes = Family::<RouteLabels, Counter>::default();
+        registry.register(
+            "chartreg_http_response_bytes",
+            "Response body bytes sent, by route",
+            bytes.clone(),
+        );
+        let durations = Family::<RouteLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            duration_histogram,
+        );
+        registry.register(
+            "chartreg_http_request_duration_seconds",
+            "Time from request to the last body byte, by route",
+            durations.clone(),
+        );
+        let routes: Vec<RouteMetrics> = routes
+            .iter()
+            .map(|&label| {
+                let labels = RouteLabels { route: label };
+                RouteMetrics {
+                    label,
+                    bytes: bytes.get_or_create_owned(&labels),
+                    durations: durations.get_or_create_owned(&labels),
+                }
+            })
+            .collect();
+        let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        for (name, help, value) in [
+            (
+                "repositories",
+                "Repositories served",
+                as_u64(content.repositories),
+            ),
+            ("tags", "Tags served", as_u64(content.tags)),
+            ("manifests", "Manifests served", as_u64(content.manifests)),
+            (
+                "blobs",
+                "Blobs served (counted once per repository)",
+                as_u64(content.blobs),
+            ),
+            (
+                "bytes",
+                "Bytes of distinct manifests and blobs served",
+                content.bytes,
+            ),
+        ] {
+            registry.register(
+                format!("chartreg_content_{name}"),
+                help,
+                ConstGauge::<u64>::new(value),
+            );
+        }
+        // An info metric: written as a gauge named `_info`, valued 1.
+        registry.register(
+            "chartreg_build",
+            "The running build",
+            Info::new([("version", build.version), ("revision", build.revision)]),
+        );
         Metrics {
-            routes,
-            requests: (0..routes.len() * METHODS.len() * STATUSES.len())
-                .map(|_| AtomicU64::new(0))
+            registry,
+            requests,
+            request_counters: (0..routes.len() * PER_ROUTE)
+                .map(|_| OnceLock::new())
                 .collect(),
-            bytes: (0..routes.len()).map(|_| AtomicU64::new(0)).collect(),
-            durations: (0..routes.len()).map(|_| Histogram::default()).collect(),
-            content,
-            build,
+            routes,
         }
     }
 
     /// Records one finished request.
+    ///
+    /// The requests counter is kept in its slot rather than found by its labels in the family
+    /// on every request (`Family::get_or_create`: a read lock and a SipHash of the labels),
+    /// which took 570 of the 645 instructions a family lookup added to a manifest request
+    /// (13,471 -> 14,117, +4.8%); with the slot the crate adds 15 (13,486, +0.1%). Counted by
+    /// callgrind in process, as `bench/lookup-flatness.sh` does: `valgrind --tool=callgrind
+    /// --toggle-collect='*serve_requests*' target/release/examples/lookup_cost --tags 10
+    /// --requests 2000`, the hand-written atomics (git f9b6695) against this.
     pub fn record(&self, route: usize, method: &str, status: u16, bytes: u64, took: Duration) {
         let route = route.min(self.routes.len().saturating_sub(1));
-        let index =
-            (route * METHODS.len() + method_index(method)) * STATUSES.len() + status_index(status);
-        if let (Some(requests), Some(sent), Some(durations)) = (
-            self.requests.get(index),
-            self.bytes.get(route),
-            self.durations.get(route),
-        ) {
-            requests.fetch_add(1, Ordering::Relaxed);
-            sent.fetch_add(bytes, Ordering::Relaxed);
-            durations.observe(took);
-        }
+        let (m, s) = (method_index(method), status_index(status));
+        let at = route * PER_ROUTE + m * (STATUSES.len() + 1) + s;
+        let (Some(metrics), Some(counter)) =
+            (self.routes.get(route), self.request_counters.get(at))
+        else {
+            return;
+        };
+        counter
+            .get_or_init(|| {
+                self.requests.get_or_create_owned(&RequestLabels {
+                    route: metrics.label,
+                    method: METHODS.get(m).copied().unwrap_or("other"),
+                    status: STATUSES.get(s).map_or(Status::Other, |s| Status::Known(*s)),
+                })
+            })
+            .inc();
+        metrics.bytes.inc_by(bytes);
+        metrics.durations.observe(took.as_secs_f64());
     }
 
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(8 * 1024);
         // Writing to a String cannot fail.
-        let _ = self.write(&mut out);
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
         out
     }
-
-    fn write(&self, out: &mut String) -> std::fmt::Result {
-        writeln!(
-            out,
-            "# HELP chartreg_http_requests_total Requests answered, by route, method and status."
-        )?;
-        writeln!(out, "# TYPE chartreg_http_requests_total counter")?;
-        for (r, route) in self.routes.iter().enumerate() {
-            for (m, method) in METHODS.iter().enumerate() {
-                for (s, status) in STATUSES.iter().enumerate() {
-                    let at = (r * METHODS.len() + m) * STATUSES.len() + s;
-                    let n = self
-                        .requests
-                        .get(at)
-                        .map_or(0, |c| c.load(Ordering::Relaxed));
-                    if n > 0 {
-                        let status = if *status == 0 {
-                            "other".to_owned()
-                        } else {
-                            status.to_string()
-                        };
-                        writeln!(
-                            out,
-                            "chartreg_http_requests_total{{route=\"{route}\",method=\"{method}\",status=\"{status}\"}} {n}"
-                        )?;
-                    }
-                }
-            }
-        }
-        writeln!(
-            out,
-            "# HELP chartreg_http_response_bytes_total Response body bytes sent, by route."
-        )?;
-        writeln!(out, "# TYPE chartreg_http_response_bytes_total counter")?;
-        for (r, route) in self.routes.iter().enumerate() {
-            let n = self.bytes.get(r).map_or(0, |c| c.load(Ordering::Relaxed));
-            writeln!(
-                out,
-                "chartreg_http_response_bytes_total{{route=\"{route}\"}} {n}"
-            )?;
-        }
-        writeln!(
-            out,
-            "# HELP chartreg_http_request_duration_seconds Time from request to the last body byte, by route."
-        )?;
-        writeln!(
-            out,
-            "# TYPE chartreg_http_request_duration_seconds histogram"
-        )?;
-        for (r, route) in self.routes.iter().enumerate() {
-            let Some(h) = self.durations.get(r) else {
-                continue;
-            };
-            let count = |b: usize| h.buckets.get(b).map_or(0, |c| c.load(Ordering::Relaxed));
-            let mut cumulative = 0;
-            for (b, bound) in BUCKETS.iter().enumerate() {
-                cumulative += count(b);
-                writeln!(
-                    out,
-                    "chartreg_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {cumulative}"
-                )?;
-            }
-            cumulative += count(BUCKETS.len());
-            writeln!(
-                out,
-                "chartreg_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {cumulative}"
-            )?;
-            let sum = h.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
-            writeln!(
-                out,
-                "chartreg_http_request_duration_seconds_sum{{route=\"{route}\"}} {sum}"
-            )?;
-            writeln!(
-                out,
-                "chartreg_http_request_duration_seconds_count{{route=\"{route}\"}} {cumulative}"
-            )?;
-        }
-        let c = &self.content;
-        for (name, help, value) in [
-            (
-                "repositories",
-                "Repositories served.",
-                c.repositories as u64,
-            ),
-            ("tags", "Tags served.", c.tags as u64),
-            ("manifests", "Manifests served.", c.manifests as u64),
-            (
-                "blobs",
-                "Blobs served (counted once per repository).",
-                c.blobs as u64,
-            ),
-            (
-                "bytes",
-                "Bytes of distinct manifests and blobs served.",
-                c.bytes,
-            ),
-        ] {
-            writeln!(out, "# HELP chartreg_content_{name} {help}")?;
-            writeln!(out, "# TYPE chartreg_content_{name} gauge")?;
-            writeln!(out, "chartreg_content_{name} {value}")?;
-        }
-        writeln!(out, "# HELP chartreg_build_info The running build.")?;
-        writeln!(out, "# TYPE chartreg_build_info gauge")?;
-        writeln!(
-            out,
-            "chartreg_build_info{{version=\"{}\",revision=\"{}\"}} 1",
-            escape(&self.build.version),
-            escape(&self.build.revision)
-        )
-    }
-}
-
-/// Escapes a label value (`\`, `"` and newlines).
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -312,5 +316,19 @@ mod tests {
             !text.contains(r#"route="base",method"#),
             "zero counters are left out"
         );
+        for line in [
+            "# HELP chartreg_http_requests_total Requests answered, by route, method and status.",
+            "# TYPE chartreg_http_requests_total counter",
+            "# HELP chartreg_http_response_bytes_total Response body bytes sent, by route.",
+            "# TYPE chartreg_http_response_bytes_total counter",
+            "# TYPE chartreg_http_request_duration_seconds histogram",
+            "# HELP chartreg_content_blobs Blobs served (counted once per repository).",
+            "# TYPE chartreg_content_bytes gauge",
+            "# HELP chartreg_build_info The running build.",
+            "# TYPE chartreg_build_info gauge",
+            r#"chartreg_http_response_bytes_total{route="base"} 0"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
+        }
     }
 }

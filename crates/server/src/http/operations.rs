@@ -11,7 +11,7 @@ use actix_web::{App, HttpRequest, HttpResponse, web};
 
 use super::routes::{self, Operation, Route};
 use super::{ApiError, Ops};
-use crate::metrics::Metrics;
+use crate::metrics::{self, Metrics};
 
 fn text(mut response: actix_web::HttpResponseBuilder, body: &'static str) -> HttpResponse {
     response
@@ -24,7 +24,7 @@ fn metrics_response(metrics: &Metrics) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header((
             header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            HeaderValue::from_static(metrics::CONTENT_TYPE),
         ))
         .body(metrics.render())
 }
