@@ -3,8 +3,9 @@
 
     bench/scale_report.py RESULTS.jsonl BENCHMARKS.md
 
-Replaces everything from the section's marker to the end of the file (bench/helper.py keeps
-that part when `make bench` rewrites the rest).
+Replaces the section: from its marker to the next section of the same level (`## `) after
+its own heading, or to the end of the file; the sections after it stay (bench/helper.py keeps
+this part when `make bench` rewrites the rest).
 """
 
 import datetime
@@ -130,10 +131,18 @@ def main():
     lines += large_content(everything)
     lines.append("")
     text = open(report).read() if os.path.exists(report) else ""
+    after = ""
     if MARKER in text:
-        text = text[: text.index(MARKER)]
+        start = text.index(MARKER)
+        # The section's own heading is the first `## ` after the marker; the next one ends it.
+        own = text.find("\n## ", start)
+        end = text.find("\n## ", own + 1) if own >= 0 else -1
+        after = text[end + 1 :] if end >= 0 else ""
+        text = text[:start]
     with open(report, "w") as f:
         f.write(text.rstrip("\n") + "\n\n" + "\n".join(lines))
+        if after:
+            f.write("\n" + after)
 
 
 if __name__ == "__main__":
