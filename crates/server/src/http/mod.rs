@@ -29,6 +29,22 @@
 // (checked, saturating or widened instead), outside tests.
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
+/// The type of an application this module makes: actix-web's `App` over a service factory
+/// whose type only the compiler can name (the main application and the metrics listener's).
+macro_rules! application {
+    () => {
+        actix_web::App<
+            impl actix_web::dev::ServiceFactory<
+                actix_web::dev::ServiceRequest,
+                Config = (),
+                Response = actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>,
+                Error = actix_web::Error,
+                InitError = (),
+            >,
+        >
+    };
+}
+
 mod blobs;
 mod body;
 mod error;
@@ -46,8 +62,6 @@ mod routes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::{App, HttpRequest, HttpResponse, web};
 
@@ -134,34 +148,13 @@ impl Ops {
 }
 
 /// [`app_with`] with default [`Ops`].
-pub fn app(
-    registry: Registered,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+pub fn app(registry: Registered) -> application!() {
     let ops = web::Data::new(Ops::for_registry(&registry));
     app_with(registry, ops)
 }
 
 /// The whole application: middleware and route table. Used by the server and by tests.
-pub fn app_with(
-    registry: Registered,
-    ops: web::Data<Ops>,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+pub fn app_with(registry: Registered, ops: web::Data<Ops>) -> application!() {
     App::new()
         .app_data(registry)
         .app_data(ops)

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{App, HttpRequest, HttpResponse, web};
 
@@ -43,17 +41,7 @@ pub(super) fn answer(req: &HttpRequest, operation: Operation) -> Result<HttpResp
 
 /// The application of a metrics listener of its own: `GET /metrics`, every other path a JSON
 /// 404, routed by the same table as the main application.
-pub fn metrics_app(
-    metrics: Arc<Metrics>,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+pub fn metrics_app(metrics: Arc<Metrics>) -> application!() {
     App::new()
         .app_data(web::Data::from(metrics))
         .default_service(web::to(only_metrics))
