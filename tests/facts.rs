@@ -395,6 +395,50 @@ fn facts_whose_repositories_are_out_of_order_are_refused() {
     assert!(e.to_string().contains("not in order"), "{e}");
 }
 
+/// `chartreg verify` on valid content whose facts are those of other content (a tag more in
+/// the content than in the facts, a repository in the facts only): it names the repository,
+/// the tag and the file where they differ, and that start-up refuses.
+#[test]
+fn verify_names_where_the_facts_differ_from_the_content() {
+    let good = varied();
+    let mut content = good.clone();
+    let mut index: serde_json::Value =
+        serde_json::from_slice(&content["test/app/index.json"]).unwrap();
+    let mut extra = index["manifests"][0].clone();
+    extra["annotations"]["org.opencontainers.image.ref.name"] = "extra".into();
+    index["manifests"].as_array_mut().unwrap().push(extra);
+    content.insert(
+        "test/app/index.json".into(),
+        serde_json::to_vec(&index).unwrap(),
+    );
+    content.retain(|path, _| !path.starts_with("test/copy/"));
+    let files = hashed(content);
+    let facts = facts_of(&hashed(good));
+    let problems = chartreg::inspect::verify(&Content {
+        files: files.clone(),
+        facts: facts.clone(),
+    });
+    for expected in [
+        "test/app: tag extra is in the content but not served",
+        "repository test/copy is served but not in the content",
+        "file test/app/index.json is described with other bytes",
+        "start-up refuses the content",
+    ] {
+        assert!(
+            problems.iter().any(|p| p.contains(expected)),
+            "no `{expected}` in {problems:#?}"
+        );
+    }
+    assert!(
+        chartreg::inspect::verify(&Content {
+            facts: facts_of(&files),
+            files,
+        })
+        .is_empty(),
+        "the content's own facts"
+    );
+}
+
 /// `chartreg verify` finds each tampering the issue names in content whose start-up check is
 /// bypassed: the build's record of a file's sha256 lies (start-up then trusts the facts and
 /// would serve the tampered bytes), or a file is gone. Each is reported naming its file.
