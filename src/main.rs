@@ -11,8 +11,9 @@
 //! `unsafe_code` is forbidden in every crate of the project (`[workspace.lints]`). The one
 //! `unsafe` in the binary is in the expansion of `chartreg_embed::linked_blob!` (the project's
 //! own macro crate, where the lint does not look): an `extern` static per linked object, whose
-//! symbol and size build.rs wrote together; its bytes are checked at start-up against the
-//! sha256 written beside them, like every other file's (see `chartreg_embed`).
+//! symbol and size build.rs wrote together; start-up checks the sha256 written beside them
+//! against the build's facts, and `chartreg verify` checks the bytes against that sha256, like
+//! every other file's (see `chartreg_embed`).
 
 use std::borrow::Cow;
 use std::process::ExitCode;
