@@ -3,14 +3,15 @@
 //! blobs nothing references, every body named by the file that holds it) or why it cannot be
 //! served.
 //!
-//! A description is made once, by checking the content in full (`load`), from the files as the
-//! build has them ([`BuildFile`]); it holds no bodies. Its facts ([`Description::facts`]) are
-//! what a binary is built with and what its [`Registry`](super::Registry) is made from.
+//! A description is made once, by checking the content in full (`load`, which gathers what each
+//! repository holds in a `Found`, put in order here), from the files as the build has them
+//! ([`BuildFile`]); it holds no bodies. Its facts ([`Description::facts`]) are what a binary is
+//! built with and what its [`Registry`](super::Registry) is made from.
 
-use super::LoadError;
 use super::facts::{self, FactsError};
 use super::input::BuildFile;
 use super::load;
+use super::{HashMap, LoadError, Sha256Map};
 use crate::oci::layout::Annotations;
 use crate::oci::{Digest, RepositoryName};
 
@@ -67,6 +68,64 @@ pub(super) struct ReferrerDescription {
     pub(super) manifest: usize,
     pub(super) artifact_type: Option<String>,
     pub(super) annotations: Annotations,
+}
+
+/// What a layout's manifests were found to hold, before it is put in order.
+#[derive(Default)]
+pub(super) struct Found {
+    pub(super) manifests: Sha256Map<ManifestDescription>,
+    pub(super) blobs: Sha256Map<BlobDescription>,
+    pub(super) tags: HashMap<String, [u8; 32]>,
+    /// Subject, referring manifest, its artifact type and annotations.
+    pub(super) referrers: Vec<(Digest, [u8; 32], Option<String>, Annotations)>,
+}
+
+impl Found {
+    /// The repository `name` holds, every list in the order its description gives.
+    pub(super) fn in_order(
+        self,
+        name: RepositoryName,
+        unreferenced: usize,
+    ) -> RepositoryDescription {
+        let mut manifests: Vec<([u8; 32], ManifestDescription)> =
+            self.manifests.into_iter().collect();
+        manifests.sort_unstable_by_key(|(hash, _)| *hash);
+        let position = |hash: &[u8; 32]| {
+            manifests
+                .binary_search_by_key(hash, |(h, _)| *h)
+                .unwrap_or_default()
+        };
+        let mut tags: Vec<(String, usize)> = self
+            .tags
+            .iter()
+            .map(|(tag, hash)| (tag.clone(), position(hash)))
+            .collect();
+        tags.sort_unstable();
+        let mut referrers: Vec<ReferrerDescription> = self
+            .referrers
+            .into_iter()
+            .map(
+                |(subject, hash, artifact_type, annotations)| ReferrerDescription {
+                    subject,
+                    manifest: position(&hash),
+                    artifact_type,
+                    annotations,
+                },
+            )
+            .collect();
+        // Manifests are in digest order: by position is by digest.
+        referrers.sort_by(|a, b| (&a.subject, a.manifest).cmp(&(&b.subject, b.manifest)));
+        let mut blobs: Vec<([u8; 32], BlobDescription)> = self.blobs.into_iter().collect();
+        blobs.sort_unstable_by_key(|(hash, _)| *hash);
+        RepositoryDescription {
+            name,
+            manifests: manifests.into_iter().map(|(_, m)| m).collect(),
+            blobs: blobs.into_iter().map(|(_, b)| b).collect(),
+            tags,
+            referrers,
+            unreferenced,
+        }
+    }
 }
 
 impl Description {

@@ -21,15 +21,14 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::description::{
-    BlobDescription, DescribedFile, Description, ManifestDescription, ReferrerDescription,
-    RepositoryDescription,
+    BlobDescription, DescribedFile, Description, Found, ManifestDescription, RepositoryDescription,
 };
 use super::input::{BuildBytes, BuildFile};
 use super::problem::{MAX_NESTING, fail};
-use super::{HashMap, LoadError, Problem, Sha256Map};
+use super::{LoadError, Problem, Sha256Map};
 use crate::oci::layout::{
-    self, Annotations, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION,
-    OCI_LAYOUT_FILE, OciLayout, REF_NAME,
+    self, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE,
+    OciLayout, REF_NAME,
 };
 use crate::oci::media_type::{ManifestKind, manifest_kind};
 use crate::oci::{Digest, RepositoryName, Tag, decode_sha256};
@@ -118,16 +117,6 @@ struct Layout<'f> {
     blobs: Sha256Map<Numbered<'f>>,
     index_path: &'f str,
     index: ImageIndex,
-}
-
-/// What a layout's manifests were found to hold, before it is put in order.
-#[derive(Default)]
-struct Found {
-    manifests: Sha256Map<ManifestDescription>,
-    blobs: Sha256Map<BlobDescription>,
-    tags: HashMap<String, [u8; 32]>,
-    /// Subject, referring manifest, its artifact type and annotations.
-    referrers: Vec<(Digest, [u8; 32], Option<String>, Annotations)>,
 }
 
 impl<'f> Layout<'f> {
@@ -329,50 +318,6 @@ impl<'f> Layout<'f> {
             },
         );
         Ok(())
-    }
-}
-
-impl Found {
-    /// The repository `name` holds, every list in the order its description gives.
-    fn in_order(self, name: RepositoryName, unreferenced: usize) -> RepositoryDescription {
-        let mut manifests: Vec<([u8; 32], ManifestDescription)> =
-            self.manifests.into_iter().collect();
-        manifests.sort_unstable_by_key(|(hash, _)| *hash);
-        let position = |hash: &[u8; 32]| {
-            manifests
-                .binary_search_by_key(hash, |(h, _)| *h)
-                .unwrap_or_default()
-        };
-        let mut tags: Vec<(String, usize)> = self
-            .tags
-            .iter()
-            .map(|(tag, hash)| (tag.clone(), position(hash)))
-            .collect();
-        tags.sort_unstable();
-        let mut referrers: Vec<ReferrerDescription> = self
-            .referrers
-            .into_iter()
-            .map(
-                |(subject, hash, artifact_type, annotations)| ReferrerDescription {
-                    subject,
-                    manifest: position(&hash),
-                    artifact_type,
-                    annotations,
-                },
-            )
-            .collect();
-        // Manifests are in digest order: by position is by digest.
-        referrers.sort_by(|a, b| (&a.subject, a.manifest).cmp(&(&b.subject, b.manifest)));
-        let mut blobs: Vec<([u8; 32], BlobDescription)> = self.blobs.into_iter().collect();
-        blobs.sort_unstable_by_key(|(hash, _)| *hash);
-        RepositoryDescription {
-            name,
-            manifests: manifests.into_iter().map(|(_, m)| m).collect(),
-            blobs: blobs.into_iter().map(|(_, b)| b).collect(),
-            tags,
-            referrers,
-            unreferenced,
-        }
     }
 }
 
