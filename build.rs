@@ -6,9 +6,10 @@
 //!   file with the same bytes as one before it is embedded once (`$OUT_DIR/aliases.rs`);
 //! - larger files (image layers) are streamed into objects named by their digest, kept in
 //!   `$OUT_DIR/objects` for the next build, and linked in (`$OUT_DIR/linked.rs` names them);
-//! - the content is loaded with the binary's own loader and what it found is written down,
-//!   `$OUT_DIR/facts.bin`, so that start-up need not read the content's JSON again. Content
-//!   that cannot be served gets a warning here, and the binary refuses it, naming the file.
+//! - the content is described with the binary's own loader and the description written down,
+//!   `$OUT_DIR/facts.bin`, from which the binary builds its registry without reading the
+//!   content's JSON again. Content that cannot be served is written down as that and gets a
+//!   warning here, and the binary refuses it, naming the file.
 //!
 //! Why objects: `include_bytes!` holds about 12 times a file's size in compiler memory (1 GiB
 //! took 12.6 GB and 57 s here), so a few GiB of content could not be built; an object is

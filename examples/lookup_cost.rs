@@ -13,7 +13,7 @@
 
 use actix_web::test::{self, TestRequest};
 use actix_web::web;
-use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::content::{HeldFile, Registry};
 use chartreg_core::oci::layout::ImageManifest;
 use chartreg_core::oci::media_type;
 use chartreg_core::tree::LayoutBuilder;
@@ -57,7 +57,7 @@ fn registry(tags: usize, repositories: usize) -> Result<Registry, Box<dyn std::e
         files.extend(layout.into_files()?);
     }
     Ok(Registry::from_files(
-        files.into_iter().map(|(p, b)| ContentFile::new(p, b)),
+        files.into_iter().map(|(p, b)| HeldFile::new(p, b)),
     )?)
 }
 

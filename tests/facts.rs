@@ -1,32 +1,35 @@
-//! Build-time facts (what build.rs writes after loading the content, so that start-up need
-//! not read it again): a registry built from them is the registry loading builds, referrers
-//! included; they are used only for the very files they were written from (matched by path, in
-//! any order), and anything else falls back to loading and checking in full.
+//! Build-time facts (what build.rs writes after describing the content, and what the binary
+//! builds its registry from): a registry built from them serves what the layouts hold,
+//! referrers included; they are used only for the very files they were written from (matched
+//! by path, in any order), and anything else is refused, naming the file.
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
 #![cfg(test)]
 
 mod common;
 
 use bytes::Bytes;
-use chartreg_core::content::{Checked, Content, ContentFile, Registry};
+use chartreg_core::content::{BuildFile, Content, Description, HeldFile, Registry, Unservable};
 use chartreg_core::oci::layout::{Annotations, ImageIndex};
-use chartreg_core::oci::{Reference, media_type, sha256};
+use chartreg_core::oci::{Digest, Reference, media_type};
 use chartreg_core::tree::{Files, LayoutBuilder};
 
 /// Files with their sha256, as the binary has them.
-fn hashed(files: impl IntoIterator<Item = (String, Vec<u8>)>) -> Vec<ContentFile> {
+fn hashed(files: impl IntoIterator<Item = (String, Vec<u8>)>) -> Vec<HeldFile> {
     files
         .into_iter()
-        .map(|(path, data)| {
-            let hash = sha256(&data);
-            ContentFile::new(path, data).with_sha256(hash)
-        })
+        .map(|(path, data)| HeldFile::new(path, data))
         .collect()
 }
 
-fn facts_of(files: &[ContentFile]) -> Bytes {
-    let registry = Registry::from_files(files.to_vec()).expect("valid content");
-    Bytes::from(registry.facts(files).expect("content facts can describe"))
+/// The files as the build has them (every one held).
+fn at_build(files: &[HeldFile]) -> Vec<BuildFile> {
+    files.iter().map(BuildFile::from).collect()
+}
+
+fn facts_of(files: &[HeldFile]) -> Bytes {
+    let description = Description::of(&at_build(files));
+    assert!(description.refusal().is_none(), "valid content");
+    Bytes::from(description.facts().expect("content facts can describe"))
 }
 
 /// Most of what loading meets: two repositories sharing a blob, a nested index, an untagged
@@ -94,21 +97,76 @@ fn seen(registry: &Registry) -> String {
     out
 }
 
+/// What the layouts in `files` say a client gets, read here from their JSON: every layout's
+/// tags (the manifest's digest, media type and bytes) and the blobs of its image manifests,
+/// checked against what `registry` serves.
+fn serves_what_the_layouts_hold(registry: &Registry, files: &[HeldFile]) {
+    let bytes = |path: &str| -> &[u8] {
+        &files
+            .iter()
+            .find(|f| f.path == path)
+            .unwrap_or_else(|| panic!("no file {path}"))
+            .data
+    };
+    let roots: Vec<&str> = files
+        .iter()
+        .filter_map(|f| f.path.strip_suffix("/oci-layout"))
+        .collect();
+    let mut names: Vec<&str> = registry
+        .catalog()
+        .names()
+        .iter()
+        .map(String::as_str)
+        .collect();
+    names.sort_unstable();
+    let mut expected = roots.clone();
+    expected.sort_unstable();
+    assert_eq!(names, expected, "one repository per layout");
+    for root in roots {
+        let repository = registry.repository(&root.parse().unwrap()).unwrap();
+        let index: serde_json::Value =
+            serde_json::from_slice(bytes(&format!("{root}/index.json"))).unwrap();
+        let mut pending: Vec<serde_json::Value> = index["manifests"].as_array().unwrap().clone();
+        while let Some(d) = pending.pop() {
+            let digest = d["digest"].as_str().unwrap();
+            let body = bytes(&format!("{root}/blobs/sha256/{}", &digest[7..]));
+            let m = repository
+                .manifest(&Reference::Digest(digest.parse().unwrap()))
+                .unwrap();
+            assert_eq!(m.digest.as_str(), digest);
+            assert_eq!(&*m.media_type, d["mediaType"].as_str().unwrap());
+            assert_eq!(&m.data[..], body, "{root}: {digest}");
+            assert_eq!(m.quoted_digest, format!("\"{digest}\""));
+            if let Some(tag) = d["annotations"]["org.opencontainers.image.ref.name"].as_str() {
+                let tagged = repository.tagged(tag).unwrap();
+                assert_eq!(tagged.digest.as_str(), digest, "{root}:{tag}");
+            }
+            let document: serde_json::Value = serde_json::from_slice(body).unwrap();
+            if let Some(children) = document["manifests"].as_array() {
+                pending.extend(children.iter().cloned());
+            }
+            let blobs = document["layers"].as_array().into_iter().flatten();
+            for blob in blobs.chain([&document["config"]]).filter(|b| b.is_object()) {
+                let digest: Digest = blob["digest"].as_str().unwrap().parse().unwrap();
+                let served = repository.blob(&digest).unwrap();
+                let path = format!("{root}/blobs/sha256/{}", digest.encoded());
+                assert_eq!(&served.data[..], bytes(&path), "{path}");
+            }
+        }
+    }
+}
+
 #[test]
-fn facts_build_the_registry_loading_builds() {
+fn facts_build_the_registry_the_layouts_describe() {
     let assets = common::files_in(&common::root().join("assets"));
-    let assets = hashed(
-        assets
-            .into_iter()
-            .map(|f| (f.path.to_string(), f.held().unwrap().to_vec())),
-    );
     for files in [assets, hashed(varied())] {
-        let loaded = Registry::from_files(files.clone()).unwrap();
         let facts = facts_of(&files);
         let built = Registry::from_facts(&facts, &files).unwrap();
-        assert_eq!(seen(&built), seen(&loaded));
-        // Facts hold every body, string and lookup: the same facts again.
-        assert_eq!(built.facts(&files).unwrap(), facts);
+        serves_what_the_layouts_hold(&built, &files);
+        // Facts hold every body, string and lookup in an order of their own: the same facts
+        // again, whatever the order of the files.
+        let reversed: Vec<HeldFile> = files.iter().rev().cloned().collect();
+        assert_eq!(facts_of(&reversed), facts);
     }
 }
 
@@ -132,7 +190,7 @@ fn bodies_are_the_files_themselves_and_strings_come_with_the_facts() {
         .iter()
         .find(|f| f.path.ends_with(m.digest.encoded()) && f.path.starts_with("test/app/"))
         .unwrap();
-    assert_eq!(m.data.as_ptr(), file.held().unwrap().as_ptr());
+    assert_eq!(m.data.as_ptr(), file.data.as_ptr());
 }
 
 #[test]
@@ -146,32 +204,27 @@ fn facts_are_used_only_for_the_files_they_were_written_from() {
         .iter()
         .position(|f| f.path == "test/app/index.json")
         .unwrap();
-    let mut data = changed[i].held().unwrap().to_vec();
+    let mut data = changed[i].data.to_vec();
     data.push(b'\n');
     changed[i] = hashed([(changed[i].path.to_string(), data)]).remove(0);
     let e = Registry::from_facts(&facts, &changed).unwrap_err();
     assert!(e.to_string().contains("test/app/index.json"), "{e}");
 
     // Files in another order are the same files (matched by path); a file more or less, a
-    // file under another path, files without their hash are not.
+    // file under another path are not (a held file always has its hash).
     let mut reordered = files.clone();
     reordered.swap(0, 1);
     reordered.reverse();
     let built = Registry::from_facts(&facts, &reordered).unwrap();
     assert_eq!(
         seen(&built),
-        seen(&Registry::from_files(files.clone()).unwrap())
+        seen(&Registry::from_facts(&facts, &files).unwrap())
     );
     assert!(Registry::from_facts(&facts, &files[1..]).is_err());
     let mut renamed = files.clone();
     renamed[0].path = format!("{}x", renamed[0].path).into();
     let e = Registry::from_facts(&facts, &renamed).unwrap_err();
     assert!(e.to_string().contains("is not a file they describe"), "{e}");
-    let unhashed: Vec<ContentFile> = files
-        .iter()
-        .map(|f| ContentFile::new(f.path.clone(), f.held().unwrap().clone()))
-        .collect();
-    assert!(Registry::from_facts(&facts, &unhashed).is_err());
 
     // No facts, and facts cut short anywhere.
     assert!(Registry::from_facts(&Bytes::new(), &files).is_err());
@@ -218,22 +271,22 @@ fn referrers_are_written_down_too() {
     let subject = layout.manifest(media_type::OCI_MANIFEST, &subject);
     layout.list(subject.clone(), Some("v1"));
     let mut referrer = common::image(&mut layout, b"signature");
-    referrer.subject = Some(subject);
+    referrer.subject = Some(subject.clone());
     let referrer = layout.manifest(media_type::OCI_MANIFEST, &referrer);
-    layout.list(referrer, None);
+    layout.list(referrer.clone(), None);
     let files = hashed(layout.into_files().unwrap());
-    let loaded = Registry::from_files(files.clone()).unwrap();
-    let (registry, checked) = Registry::from_content(Content {
-        facts: facts_of(&files),
-        files,
-    })
-    .unwrap();
+    let registry = Registry::from_facts(&facts_of(&files), &files).unwrap();
+    serves_what_the_layouts_hold(&registry, &files);
+    let repository = registry.repository(&"test/app".parse().unwrap()).unwrap();
+    let listed: Vec<&Digest> = repository
+        .referrers(&subject.digest, None)
+        .map(|d| &d.digest)
+        .collect();
     assert_eq!(
-        checked,
-        Checked::AtBuild,
+        listed,
+        [&referrer.digest],
         "content with signatures starts from facts"
     );
-    assert_eq!(seen(&registry), seen(&loaded));
     assert!(
         seen(&registry).contains("referred to by"),
         "{}",
@@ -241,43 +294,54 @@ fn referrers_are_written_down_too() {
     );
 }
 
+/// Content the build cannot serve is written down as that: start-up refuses it with the
+/// build's words, naming the file.
 #[test]
-fn a_binary_content_loads_from_facts_or_else_in_full() {
+fn facts_of_content_that_cannot_be_served_refuse_it() {
+    let mut files = varied();
+    let layer = files
+        .iter()
+        .find(|(_, data)| data.as_slice() == b"test/app amd64")
+        .map(|(path, _)| path.clone())
+        .unwrap();
+    files.remove(&layer);
+    let files = hashed(files);
+    let description = Description::of(&at_build(&files));
+    let refused = description.refusal().unwrap().to_string();
+    assert!(refused.starts_with(&layer), "{refused}");
+    let facts = Bytes::from(description.facts().unwrap());
+    let e = Registry::from_facts(&facts, &files).unwrap_err();
+    assert!(matches!(e, Unservable::Refused { .. }), "{e:?}");
+    assert_eq!(e.to_string(), refused);
+}
+
+/// A binary is served from its facts, or not at all: facts that are not of its files (what a
+/// binary corrupted after its build holds) are refused, naming the file, never read around.
+#[test]
+fn a_binary_content_is_served_from_its_facts_or_refused() {
     let files = hashed(varied());
     let facts = facts_of(&files);
-    let (registry, checked) = Registry::from_content(Content {
-        files: files.clone(),
-        facts: facts.clone(),
-    })
-    .unwrap();
-    assert_eq!(checked, Checked::AtBuild);
-    let loaded = Registry::from_files(files.clone()).unwrap();
-    assert_eq!(seen(&registry), seen(&loaded));
+    let registry = Registry::from_facts(&facts, &files).unwrap();
+    serves_what_the_layouts_hold(&registry, &files);
 
-    // Stale facts: the content is checked, and bad content still refused naming the file.
+    // Stale facts: refused, naming the file.
     let mut bad = files.clone();
     let i = bad.iter().position(|f| f.path.contains("/blobs/")).unwrap();
     let path = bad[i].path.to_string();
     bad[i] = hashed([(path.clone(), b"other bytes".to_vec())]).remove(0);
-    let e = Registry::from_content(Content {
-        files: bad,
-        facts: facts.clone(),
-    })
-    .unwrap_err();
-    assert_eq!(e.path, path, "{e}");
+    let e = Registry::from_facts(&facts, &bad).unwrap_err();
+    assert!(matches!(e, Unservable::Stale(_)), "{e:?}");
+    assert!(e.to_string().contains(&path), "{e}");
 
-    // Facts of other content: checked in full.
+    // Facts of other content: refused.
     let other = hashed(
         varied()
             .into_iter()
             .filter(|(path, _)| path.starts_with("test/app/")),
     );
-    let (_, checked) = Registry::from_content(Content {
-        files: files.into_iter().rev().collect(),
-        facts: facts_of(&other),
-    })
-    .unwrap();
-    assert_eq!(checked, Checked::AtStartup);
+    let reversed: Vec<HeldFile> = files.into_iter().rev().collect();
+    let e = Registry::from_facts(&facts_of(&other), &reversed).unwrap_err();
+    assert!(matches!(e, Unservable::Stale(_)), "{e:?}");
 }
 
 #[test]
@@ -289,11 +353,10 @@ fn large_content_is_read_to_the_same_registry() {
         layout.list(d, Some(&format!("1.0.{v}")));
     }
     let files = hashed(layout.into_files().unwrap());
-    let loaded = Registry::from_files(files.clone()).unwrap();
     let facts = facts_of(&files);
     let built = Registry::from_facts(&facts, &files).unwrap();
     assert_eq!(built.summary().tags, 2500);
-    assert_eq!(seen(&built), seen(&loaded));
+    serves_what_the_layouts_hold(&built, &files);
 
     // The last digest of the facts (a blob's) changed: refused.
     let mut tampered = facts.to_vec();
@@ -332,6 +395,50 @@ fn facts_whose_repositories_are_out_of_order_are_refused() {
     assert!(e.to_string().contains("not in order"), "{e}");
 }
 
+/// `chartreg verify` on valid content whose facts are those of other content (a tag more in
+/// the content than in the facts, a repository in the facts only): it names the repository,
+/// the tag and the file where they differ, and that start-up refuses.
+#[test]
+fn verify_names_where_the_facts_differ_from_the_content() {
+    let good = varied();
+    let mut content = good.clone();
+    let mut index: serde_json::Value =
+        serde_json::from_slice(&content["test/app/index.json"]).unwrap();
+    let mut extra = index["manifests"][0].clone();
+    extra["annotations"]["org.opencontainers.image.ref.name"] = "extra".into();
+    index["manifests"].as_array_mut().unwrap().push(extra);
+    content.insert(
+        "test/app/index.json".into(),
+        serde_json::to_vec(&index).unwrap(),
+    );
+    content.retain(|path, _| !path.starts_with("test/copy/"));
+    let files = hashed(content);
+    let facts = facts_of(&hashed(good));
+    let problems = chartreg::inspect::verify(&Content {
+        files: files.clone(),
+        facts: facts.clone(),
+    });
+    for expected in [
+        "test/app: tag extra is in the content but not served",
+        "repository test/copy is served but not in the content",
+        "file test/app/index.json is described with other bytes",
+        "start-up refuses the content",
+    ] {
+        assert!(
+            problems.iter().any(|p| p.contains(expected)),
+            "no `{expected}` in {problems:#?}"
+        );
+    }
+    assert!(
+        chartreg::inspect::verify(&Content {
+            facts: facts_of(&files),
+            files,
+        })
+        .is_empty(),
+        "the content's own facts"
+    );
+}
+
 /// `chartreg verify` finds each tampering the issue names in content whose start-up check is
 /// bypassed: the build's record of a file's sha256 lies (start-up then trusts the facts and
 /// would serve the tampered bytes), or a file is gone. Each is reported naming its file.
@@ -355,7 +462,7 @@ fn verify_finds_every_tampering_behind_facts_that_lie() {
         .map(|(path, _)| path.clone())
         .unwrap();
     // Each tampering: the file it is about, and the content it leaves.
-    let mut tamperings: Vec<(&str, String, Vec<ContentFile>)> = Vec::new();
+    let mut tamperings: Vec<(&str, String, Vec<HeldFile>)> = Vec::new();
     // A blob whose bytes are not what it is named (and recorded) as.
     let swapped = lying(&good_files, &layer, b"test/app amd65".to_vec());
     tamperings.push(("a blob's bytes", layer.clone(), swapped));
@@ -409,12 +516,12 @@ fn verify_finds_every_tampering_behind_facts_that_lie() {
 
 /// `files` with the file at `path` holding `data`, its recorded sha256 still the old one's (a
 /// record that lies).
-fn lying(files: &[ContentFile], path: &str, data: Vec<u8>) -> Vec<ContentFile> {
+fn lying(files: &[HeldFile], path: &str, data: Vec<u8>) -> Vec<HeldFile> {
     files
         .iter()
         .map(|f| {
             if f.path == path {
-                ContentFile::new(f.path.clone(), data.clone()).with_sha256(f.sha256.unwrap())
+                HeldFile::with_sha256(f.path.clone(), data.clone(), f.sha256)
             } else {
                 f.clone()
             }

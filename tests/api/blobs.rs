@@ -38,7 +38,7 @@ pub(crate) fn ranges_registry() -> (Registry, String, Vec<u8>) {
         .into_files()
         .unwrap()
         .into_iter()
-        .map(|(p, b)| ContentFile::new(p, b));
+        .map(|(p, b)| HeldFile::new(p, b));
     (
         Registry::from_files(files).unwrap(),
         format!("/v2/test/ranges/blobs/{}", layer.digest),

@@ -21,7 +21,7 @@ use actix_web::http::{Method, StatusCode, header};
 use actix_web::test::{self, TestRequest};
 use actix_web::web;
 use bytes::Bytes;
-use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::content::{HeldFile, Registry};
 use chartreg_core::oci::layout::{Annotations, Descriptor, ImageManifest};
 use chartreg_core::oci::media_type;
 use chartreg_core::tree::LayoutBuilder;

@@ -47,7 +47,7 @@ fn referrers_registry() -> (Registry, Descriptor, Vec<Descriptor>) {
         .into_files()
         .unwrap()
         .into_iter()
-        .map(|(p, b)| ContentFile::new(p, b));
+        .map(|(p, b)| HeldFile::new(p, b));
     (Registry::from_files(files).unwrap(), subject, referrers)
 }
 

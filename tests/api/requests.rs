@@ -167,7 +167,7 @@ fn large_blobs_stream_intact_over_a_socket() {
         .into_files()
         .unwrap()
         .into_iter()
-        .map(|(p, b)| ContentFile::new(p, b));
+        .map(|(p, b)| HeldFile::new(p, b));
     let server = common::InProcess::start(Registry::from_files(files).unwrap());
     let (head, body) = raw(
         server.addr,

@@ -17,7 +17,7 @@ mod images;
 mod rust_client;
 mod skopeo;
 
-use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::content::Registry;
 use common::{InProcess, Process, Skopeo, assert_same_bytes, assets_tag_digest, root};
 use futures_util::TryStreamExt;
 use oci_client::client::{BlobResponse, ClientConfig, ClientProtocol, SizedStream};

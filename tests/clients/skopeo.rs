@@ -163,7 +163,7 @@ fn skopeo_copies_a_chart_into_an_oci_layout() {
 /// `skopeo list-tags` of an image lists exactly upstream's tags (`v1.0.0`, no `1.0.0` beside
 /// it); of a chart tagged `v1.0.0`, both forms (Helm resolves ranges against the unprefixed
 /// one). The image is still found by `1.0.0`. Served in-process from a registry built as the
-/// binary builds its own (from the build-time facts of the files).
+/// binary builds its own (`from_files`: from the build-time facts of the files).
 #[test]
 fn skopeo_lists_an_images_tags_as_upstream_has_them() {
     let Some(skopeo) = Skopeo::new() else { return };
@@ -185,18 +185,8 @@ fn skopeo_lists_an_images_tags_as_upstream_has_them() {
         ),
         &[(HELM_CHART, b"chart package")],
     );
-    let files: Vec<ContentFile> = image
-        .files
-        .into_iter()
-        .chain(chart.files)
-        .map(|file| {
-            let hash = chartreg_core::oci::sha256(file.held().expect("held in memory"));
-            file.with_sha256(hash)
-        })
-        .collect();
-    let loaded = Registry::from_files(files.clone()).expect("generated layouts load");
-    let facts = bytes::Bytes::from(loaded.facts(&files).expect("facts describe them"));
-    let registry = Registry::from_facts(&facts, &files).expect("the facts are of these files");
+    let files = image.files.into_iter().chain(chart.files);
+    let registry = Registry::from_files(files).expect("generated layouts load");
     let server = InProcess::start(registry);
 
     for (repo, tags) in [

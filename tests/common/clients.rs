@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use chartreg_core::content::ContentFile;
+use chartreg_core::content::HeldFile;
 
 use super::{root, sha256};
 
@@ -586,7 +586,7 @@ impl Drop for Distribution {
 /// [`Registry::from_files`].
 pub struct GeneratedLayout {
     /// `<repo>/oci-layout`, `<repo>/index.json` and `<repo>/blobs/sha256/*`.
-    pub files: Vec<ContentFile>,
+    pub files: Vec<HeldFile>,
     /// The image manifest's exact bytes and digest.
     pub manifest: Vec<u8>,
     pub manifest_digest: String,
@@ -607,7 +607,7 @@ pub fn generated_layout(
     let mut files = Vec::new();
     let mut blob = |media_type: &str, data: &[u8]| {
         let digest = Digest::sha256_of(data);
-        files.push(ContentFile::new(
+        files.push(HeldFile::new(
             format!("{repo}/{}", blob_path(&digest)),
             data.to_vec(),
         ));
@@ -633,11 +633,11 @@ pub fn generated_layout(
     let layout = OciLayout {
         image_layout_version: "1.0.0".into(),
     };
-    files.push(ContentFile::new(
+    files.push(HeldFile::new(
         format!("{repo}/index.json"),
         serde_json::to_vec(&index).expect("index serialises"),
     ));
-    files.push(ContentFile::new(
+    files.push(HeldFile::new(
         format!("{repo}/oci-layout"),
         serde_json::to_vec(&layout).expect("oci-layout serialises"),
     ));

@@ -6,16 +6,16 @@
 
 use std::path::{Path, PathBuf};
 
-use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::content::{HeldFile, Registry};
 
 use super::root;
 
 /// The files under `dir`, as the binary would embed them.
-pub fn files_in(dir: &Path) -> Vec<ContentFile> {
+pub fn files_in(dir: &Path) -> Vec<HeldFile> {
     chartreg_core::tree::read_dir(dir, dir)
         .expect("content folder is readable")
         .into_iter()
-        .map(|(path, data)| ContentFile::new(path, data))
+        .map(|(path, data)| HeldFile::new(path, data))
         .collect()
 }
 

@@ -82,7 +82,7 @@ fn nested_layouts_are_separate_repositories() {
         let registry = Registry::from_files(
             files
                 .iter()
-                .map(|(p, b)| ContentFile::new(p.clone(), b.clone())),
+                .map(|(p, b)| HeldFile::new(p.clone(), b.clone())),
         )
         .unwrap();
         assert_eq!(registry.catalog().names(), ["test/app", "test/app/sub"]);

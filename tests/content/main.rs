@@ -8,7 +8,7 @@ mod common;
 mod layouts;
 mod refused;
 
-use chartreg_core::content::{ContentFile, LoadError, Problem, Registry};
+use chartreg_core::content::{FilesError, HeldFile, LoadError, Problem, Registry};
 use chartreg_core::oci::layout::{Annotations, Descriptor, ImageIndex, ImageManifest};
 use chartreg_core::oci::{Digest, Reference, media_type};
 use chartreg_core::tree::{Files, LayoutBuilder};
@@ -23,7 +23,18 @@ fn valid() -> (Files, Descriptor, ImageManifest) {
 }
 
 fn load(files: Files) -> Result<Registry, LoadError> {
-    Registry::from_files(files.into_iter().map(|(p, b)| ContentFile::new(p, b)))
+    refusal(Registry::from_files(
+        files.into_iter().map(|(p, b)| HeldFile::new(p, b)),
+    ))
+}
+
+/// The registry, or why the content cannot be served (the only way files that describe
+/// themselves into facts can fail).
+fn refusal(built: Result<Registry, FilesError>) -> Result<Registry, LoadError> {
+    built.map_err(|e| match e {
+        FilesError::Load(refused) => refused,
+        other => panic!("not a refusal of the content: {other}"),
+    })
 }
 
 fn blob_path(d: &Descriptor) -> String {

@@ -58,7 +58,7 @@ fn embedded_hashes_are_trusted_and_checked() {
     let layer_path = blob_path(&m.layers[0]);
     let tampered = m.layers[0].digest.encoded().to_owned();
     // As rust-embed hands them over: each file with a sha256 computed at build time.
-    let with_hashes = |wrong: bool| -> Vec<ContentFile> {
+    let with_hashes = |wrong: bool| -> Vec<HeldFile> {
         files
             .clone()
             .into_iter()
@@ -67,12 +67,12 @@ fn embedded_hashes_are_trusted_and_checked() {
                 if wrong && path.ends_with(&tampered) {
                     sha[0] ^= 1;
                 }
-                ContentFile::new(path, data).with_sha256(sha)
+                HeldFile::with_sha256(path, data, sha)
             })
             .collect()
     };
     assert!(Registry::from_files(with_hashes(false)).is_ok());
-    let e = Registry::from_files(with_hashes(true)).unwrap_err();
+    let e = refusal(Registry::from_files(with_hashes(true))).unwrap_err();
     assert_eq!(e.path, layer_path);
     assert!(matches!(*e.problem, Problem::DigestMismatch { .. }), "{e}");
 }

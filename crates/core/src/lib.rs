@@ -3,8 +3,9 @@
 //!
 //! - [`oci`]: the grammar and document types everything else speaks (validated names, tags and
 //!   digests; media types; the OCI image layout documents and an in-memory layout builder).
-//! - [`content`]: the immutable in-memory [`content::Registry`] built from any set of
-//!   (path, bytes) pairs holding OCI image layouts, its checks and its listings.
+//! - [`content`]: the immutable in-memory [`content::Registry`] of OCI image layouts, built
+//!   from a binary's files and the facts of them; the description the build makes of content
+//!   (every check) and writes down as those facts; the listings.
 //! - [`json`]: JSON strings quoted by functions that cannot fail.
 //! - [`tree`]: files to write (documents in memory, blobs by reference to the file holding
 //!   them), reading a folder, and writing a tree into place without damaging what was there.

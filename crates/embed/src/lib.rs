@@ -16,8 +16,8 @@
 //! expansion only, so the crates that use it keep `unsafe_code` forbidden (the lint does not
 //! look into macros from other crates). It is sound because the build script writes the symbol
 //! and its size together: the object's section holds exactly `len` bytes under that name, the
-//! bytes never change (read-only section), and start-up checks them against the sha256 the
-//! build recorded.
+//! bytes never change (read-only section), and `chartreg verify` checks them against the
+//! sha256 the build recorded (which start-up checks against the build's facts).
 //!
 //! The objects' sections are x86-64 *large* data (`.lrodata`, `SHF_X86_64_LARGE`), placed
 //! after `.bss` so that GiBs of them never sit between code and the data it reaches with

@@ -9,7 +9,8 @@
 //!
 //! Targets: `route` (method and path -> the typed route), `parsers` (names, tags, digests,
 //! references, Range, pagination queries), `registry` (a small content set with one file
-//! replaced: `Registry::from_files`), `facts` (mutated start-up facts over that content),
+//! replaced: `Registry::from_files`), `facts` (mutated start-up facts over that content:
+//! `Registry::from_facts`),
 //! `chart_package` (`pack`'s reading of a `.tgz`), `chart_folder` (a chart folder whose
 //! Chart.yaml, values and template are the input), `image_layout` (an OCI layout with one file
 //! replaced, read as `pack --layout` reads it).
@@ -24,9 +25,9 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::content::{BuildFile, Description, HeldFile, Registry};
 use chartreg_core::oci::layout::{Descriptor, ImageIndex, ImageManifest, Platform};
-use chartreg_core::oci::{self, Digest, Reference, RepositoryName, Tag, media_type};
+use chartreg_core::oci::{Digest, Reference, RepositoryName, Tag, media_type};
 use chartreg_core::tree::{Files, LayoutBuilder};
 
 /// A fuzz target: arbitrary bytes in, a panic if anything is wrong.
@@ -148,12 +149,10 @@ pub fn base_files() -> Files {
     layout.into_files().unwrap_or_default()
 }
 
-fn content_files(files: &Files) -> Vec<ContentFile> {
+fn content_files(files: &Files) -> Vec<HeldFile> {
     files
         .iter()
-        .map(|(path, data)| {
-            ContentFile::new(path.clone(), data.clone()).with_sha256(oci::sha256(data))
-        })
+        .map(|(path, data)| HeldFile::new(path.clone(), data.clone()))
         .collect()
 }
 
@@ -328,12 +327,11 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         .collect(),
         "registry" | "image_layout" => prefixed(&base_files()),
         "facts" => {
-            let files = content_files(&base_files());
-            Registry::from_files(files.clone())
-                .ok()
-                .and_then(|r| r.facts(&files))
-                .into_iter()
-                .collect()
+            let files: Vec<BuildFile> = content_files(&base_files())
+                .iter()
+                .map(BuildFile::from)
+                .collect();
+            Description::of(&files).facts().into_iter().collect()
         }
         "chart_package" => {
             let charts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../charts");

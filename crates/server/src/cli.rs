@@ -18,7 +18,7 @@ use crate::logging::LogFormat;
 use crate::serve::{self, ServeOptions, StartupError};
 use crate::tls::TlsFiles;
 use crate::{addons, http, inspect};
-use chartreg_core::content::{Checked, Content, Registry};
+use chartreg_core::content::{Content, Registry};
 
 /// A read-only OCI registry serving the Helm charts built into it.
 #[derive(Debug, Parser)]
@@ -213,8 +213,6 @@ enum CommandError {
     #[error("{0} problem(s) found")]
     Verify(usize),
     #[error(transparent)]
-    Digest(#[from] inspect::DigestError),
-    #[error(transparent)]
     Unreadable(#[from] chartreg_core::content::Unreadable),
     #[error(transparent)]
     Mapping(#[from] addons::MappingError),
@@ -222,27 +220,29 @@ enum CommandError {
     Addons(#[from] addons::AddonsError),
 }
 
-fn load(content: impl FnOnce() -> Content) -> Result<(Registry, Checked), CommandError> {
-    let loaded = Registry::from_content(content()).map_err(StartupError::from);
+/// The registry the binary serves, from its facts and files (see `Registry::from_facts`).
+fn load(content: impl FnOnce() -> Content) -> Result<Registry, CommandError> {
+    let content = content();
+    let loaded = Registry::from_facts(&content.facts, &content.files).map_err(StartupError::from);
     Ok(loaded.map_err(serve::Error::from)?)
 }
 
 fn serve(args: &ServeArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
     let started = Instant::now();
-    let (registry, checked) = load(content)?;
-    Ok(serve::run(registry, checked, &args.options(), started)?)
+    let registry = load(content)?;
+    Ok(serve::run(registry, &args.options(), started)?)
 }
 
 fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
     if args.content_digest {
-        let digest = inspect::content_digest(&content().files)?;
+        let digest = inspect::content_digest(&content().files);
         let mut out = std::io::stdout().lock();
         return match writeln!(out, "{}", digest.as_str()) {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
             other => other.map_err(CommandError::Listing),
         };
     }
-    let (registry, _) = load(content)?;
+    let registry = load(content)?;
     let rows = inspect::rows(&registry)?;
     let mut out = std::io::stdout().lock();
     let written = if args.json {
@@ -273,7 +273,7 @@ fn addons_config(args: &AddonsArgs, content: impl FnOnce() -> Content) -> Result
         exclude: args.exclude.iter().cloned().collect(),
         all_versions: args.all_versions,
     };
-    let (registry, _) = load(content)?;
+    let registry = load(content)?;
     let entries = addons::entries(&registry, &request)?;
     let mut out = std::io::stdout().lock();
     match out.write_all(addons::config_map(&entries, &request).as_bytes()) {

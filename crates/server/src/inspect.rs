@@ -6,9 +6,10 @@
 //! pull downloads; the table ends with the total of distinct bytes (a blob shared by several
 //! images counted once).
 //!
-//! `verify`: re-hashes every embedded file, loads the content in full with nothing trusted (no
-//! hash from the build, no facts), and compares what start-up builds from the build-time
-//! facts with that. Every problem is named; any problem is a non-zero exit.
+//! `verify`: re-hashes every embedded file, describes the content in full with nothing trusted
+//! (no hash from the build, no facts), checks that the facts the binary was built with are
+//! the facts of that description (naming where they differ) and that start-up builds its
+//! registry from them. Every problem is named; any problem is a non-zero exit.
 //!
 //! `ls --content-digest`: one digest naming every embedded file ([`content_digest`]), which
 //! `make image` puts in the image's tag.
@@ -18,9 +19,9 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use chartreg_core::content::{
-    Content, ContentFile, Kind, Manifest, Registry, Repository, Unreadable,
+    BuildFile, Content, Description, HeldFile, Kind, Manifest, Registry, Repository, Unreadable,
 };
-use chartreg_core::oci::{self, Digest};
+use chartreg_core::oci::Digest;
 
 /// One row of `chartreg ls`.
 #[derive(Debug, Serialize)]
@@ -124,19 +125,13 @@ pub fn verify(content: &Content) -> Vec<String> {
     // 1. Every file, hashed again from its bytes.
     let mut files = Vec::with_capacity(content.files.len());
     for file in &content.files {
-        // A binary holds every file (only the build leaves large ones on disk).
-        let Some(data) = file.held() else {
-            problems.push(format!("{}: not held in the binary", file.path));
-            continue;
-        };
-        let actual = Digest::sha256_of(data);
-        if let Some(recorded) = file.sha256
-            && Some(recorded) != actual.sha256()
-        {
+        let hash = chartreg_core::oci::sha256(&file.data);
+        let actual = Digest::from_sha256(hash);
+        if file.sha256 != hash {
             problems.push(format!(
                 "{}: its bytes are {actual}, not what the build recorded ({})",
                 file.path,
-                Digest::from_sha256(recorded)
+                Digest::from_sha256(file.sha256)
             ));
         }
         if let Some((_, name)) = file.path.rsplit_once("/blobs/sha256/")
@@ -147,35 +142,27 @@ pub fn verify(content: &Content) -> Vec<String> {
                 file.path
             ));
         }
-        files.push(ContentFile::new(file.path.clone(), data.clone()));
+        files.push(BuildFile::held(file.path.as_ref(), file.data.clone(), hash));
     }
-    // 2. The content loaded in full, trusting nothing.
-    let loaded = match Registry::from_files(files) {
-        Ok(registry) => registry,
-        Err(e) => {
-            problems.push(e.to_string());
-            return problems;
-        }
-    };
-    // 3. What start-up serves, from the build's facts, against that.
-    match Registry::from_facts(&content.facts, &content.files) {
-        Ok(served) => problems.extend(
-            served
-                .differences(&loaded)
+    // 2. The content described in full, trusting nothing.
+    let description = Description::of(&files);
+    if let Some(refused) = description.refusal() {
+        problems.push(refused.to_string());
+        return problems;
+    }
+    // 3. The build-time facts are that description's, and start-up serves from them.
+    match description.differences(&content.facts) {
+        Ok(differences) => problems.extend(
+            differences
                 .into_iter()
                 .map(|d| format!("the build-time facts do not match the content: {d}")),
         ),
-        Err(stale) if !content.facts.is_empty() => problems.push(stale.to_string()),
-        Err(_) => {}
+        Err(e) => problems.push(e.to_string()),
+    }
+    if let Err(e) = Registry::from_facts(&content.facts, &content.files) {
+        problems.push(format!("start-up refuses the content: {e}"));
     }
     problems
-}
-
-/// Why the content digest cannot be computed.
-#[derive(Debug, thiserror::Error)]
-pub enum DigestError {
-    #[error("{0}: its bytes are not held in the binary and the build recorded no sha256 for it")]
-    NotHeld(String),
 }
 
 /// The content digest: the sha256 of one line per embedded file, `<sha256 hex>  <path>` ended
@@ -184,16 +171,9 @@ pub enum DigestError {
 /// that the same files give the same digest however they were built, and any changed, added
 /// or removed file another. Each file's sha256 is the one the build recorded (`verify` checks
 /// those against the bytes), so that nothing is hashed again.
-pub fn content_digest(files: &[ContentFile]) -> Result<Digest, DigestError> {
-    let mut lines = Vec::with_capacity(files.len());
-    for file in files {
-        let sha256 = match (file.sha256, file.held()) {
-            (Some(sha256), _) => sha256,
-            (None, Some(data)) => oci::sha256(data),
-            (None, None) => return Err(DigestError::NotHeld(file.path.to_string())),
-        };
-        lines.push((file.path.as_ref(), sha256));
-    }
+pub fn content_digest(files: &[HeldFile]) -> Digest {
+    let mut lines: Vec<(&str, [u8; 32])> =
+        files.iter().map(|f| (f.path.as_ref(), f.sha256)).collect();
     lines.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut text = Vec::with_capacity(lines.iter().map(|(p, _)| p.len() + 67).sum());
     for (path, sha256) in lines {
@@ -202,7 +182,7 @@ pub fn content_digest(files: &[ContentFile]) -> Result<Digest, DigestError> {
         text.extend_from_slice(path.as_bytes());
         text.push(0);
     }
-    Ok(Digest::sha256_of(&text))
+    Digest::sha256_of(&text)
 }
 
 #[cfg(test)]
@@ -210,8 +190,8 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
-    fn file(path: &'static str, data: &'static [u8]) -> ContentFile {
-        ContentFile::new(path, data)
+    fn file(path: &'static str, data: &'static [u8]) -> HeldFile {
+        HeldFile::new(path, data)
     }
 
     /// `a/b` = "one", `c` = "two": what `sha256sum -z` prints for such a folder, hashed
@@ -223,17 +203,17 @@ mod tests {
     #[case::in_any_order(vec![file("c", b"two"), file("a/b", b"one")], A_B_C)]
     #[case::recorded_sha256_used(
         vec![
-            file("a/b", b"not read").with_sha256(oci::sha256(b"one")),
+            HeldFile::with_sha256("a/b", &b"not read"[..], chartreg_core::oci::sha256(b"one")),
             file("c", b"two"),
         ],
         A_B_C
     )]
     #[case::nothing(vec![], "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")]
     fn content_digest_is_sha256sum_of_the_files(
-        #[case] files: Vec<ContentFile>,
+        #[case] files: Vec<HeldFile>,
         #[case] expected: &str,
     ) {
-        assert_eq!(content_digest(&files).unwrap().as_str(), expected);
+        assert_eq!(content_digest(&files).as_str(), expected);
     }
 
     #[rstest]
@@ -242,15 +222,7 @@ mod tests {
     #[case::file_added(vec![file("a/b", b"one"), file("c", b"two"), file("d", b"")])]
     #[case::file_removed(vec![file("a/b", b"one")])]
     #[case::bytes_moved_between_files(vec![file("a/b", b"two"), file("c", b"one")])]
-    fn any_change_changes_the_content_digest(#[case] files: Vec<ContentFile>) {
-        assert_ne!(content_digest(&files).unwrap().as_str(), A_B_C);
-    }
-
-    #[test]
-    fn a_file_neither_held_nor_hashed_is_named() {
-        let mut on_disk = ContentFile::on_disk("big/blob", "/nowhere".into(), 3, [0; 32]);
-        on_disk.sha256 = None;
-        let err = content_digest(&[file("c", b"two"), on_disk]).unwrap_err();
-        assert!(err.to_string().starts_with("big/blob: "), "{err}");
+    fn any_change_changes_the_content_digest(#[case] files: Vec<HeldFile>) {
+        assert_ne!(content_digest(&files).as_str(), A_B_C);
     }
 }

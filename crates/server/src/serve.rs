@@ -22,13 +22,13 @@ use crate::http::{self, Ops};
 use crate::listener;
 use crate::metrics::{BuildInfo, Metrics};
 use crate::tls::{self, Reloading, TlsError, TlsFiles};
-use chartreg_core::content::{Checked, LoadError, Registry};
+use chartreg_core::content::{Registry, Unservable};
 
 /// Why the server did not start; nothing listens then.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
     #[error("the embedded content cannot be served: {0}")]
-    Content(#[from] LoadError),
+    Content(#[from] Unservable),
     #[error("cannot listen on {address}: {source}")]
     Bind { address: String, source: io::Error },
     #[error(transparent)]
@@ -112,12 +112,7 @@ fn cannot_listen(address: impl ToString) -> impl FnOnce(io::Error) -> StartupErr
 }
 
 /// Runs the server until it is told to stop; returns once it has.
-pub fn run(
-    registry: Registry,
-    checked: Checked,
-    options: &ServeOptions,
-    started: Instant,
-) -> Result<(), Error> {
+pub fn run(registry: Registry, options: &ServeOptions, started: Instant) -> Result<(), Error> {
     let resolver = match &options.tls {
         Some(files) => Some(Reloading::load(files.clone()).map_err(StartupError::from)?),
         None => None,
@@ -191,17 +186,13 @@ pub fn run(
         let signals = Signals::listen()?;
         ops.set_ready(true);
         log::info!(
-            "serving {} repositories, {} tags, {} manifests, {} blobs ({} bytes) on {scheme}://{address}{metrics_note} (ready in {} ms; content checked {})",
+            "serving {} repositories, {} tags, {} manifests, {} blobs ({} bytes) on {scheme}://{address}{metrics_note} (ready in {} ms; content checked at build time)",
             summary.repositories,
             summary.tags,
             summary.manifests,
             summary.blobs,
             summary.bytes,
             started.elapsed().as_millis(),
-            match checked {
-                Checked::AtBuild => "at build time",
-                Checked::AtStartup => "at start-up",
-            }
         );
         actix_web::rt::spawn(stop_on_signal(signals, ops.clone(), handles, options.shutdown_delay));
         if let Some(s) = metrics_server {

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use chartreg_core::content::ContentFile;
+use chartreg_core::content::HeldFile;
 use chartreg_core::tree::read_dir as read_tree;
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -28,11 +28,11 @@ fn root() -> PathBuf {
 }
 
 /// The files under `dir`, as the server binary would embed them.
-fn files_in(dir: &Path) -> Vec<ContentFile> {
+fn files_in(dir: &Path) -> Vec<HeldFile> {
     read_tree(dir, dir)
         .expect("content folder is readable")
         .into_iter()
-        .map(|(path, data)| ContentFile::new(path, data))
+        .map(|(path, data)| HeldFile::new(path, data))
         .collect()
 }
 

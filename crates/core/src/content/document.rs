@@ -70,7 +70,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::content::{ContentFile, Registry, Repository, quote};
+    use crate::content::{HeldFile, Registry, Repository};
     use crate::oci::layout::ImageManifest;
     use crate::oci::{Reference, media_type, sha256};
     use crate::tree::LayoutBuilder;
@@ -79,7 +79,7 @@ mod tests {
         let digest = Digest::from_sha256(sha256(data.as_bytes()));
         Manifest {
             media_type: media_type.into(),
-            quoted_digest: quote(&digest),
+            quoted_digest: Bytes::from(format!("\"{digest}\"")),
             digest,
             data: Bytes::from(data),
         }
@@ -118,11 +118,11 @@ mod tests {
             &ImageManifest::new(config, vec![layer]),
         );
         layout.list(descriptor, Some("t"));
-        let files: Vec<ContentFile> = layout
+        let files: Vec<HeldFile> = layout
             .into_files()
             .unwrap()
             .into_iter()
-            .map(|(path, data)| ContentFile::new(path, data))
+            .map(|(path, data)| HeldFile::new(path, data))
             .collect();
         let registry = Registry::from_files(files).unwrap();
         let repository = registry.repository(&"r".parse().unwrap()).unwrap();

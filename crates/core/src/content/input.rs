@@ -1,102 +1,110 @@
-//! What a registry is built from: the input files (their bytes held, or left on disk at build
-//! time) and, for a binary, the facts its build wrote of them; and when the content was checked.
+//! The two kinds of input file, one per purpose:
+//!
+//! - [`HeldFile`]: a file whose bytes are in memory, with its sha256: what a binary holds (and
+//!   what tests hold). A [`Registry`](super::Registry), which serves, is built only from these
+//!   and the facts of them ([`Content`]).
+//! - [`BuildFile`]: a file as the build has it: its bytes in memory or left on disk (a large
+//!   file is never held whole at build time), with its size and sha256. A
+//!   [`Description`](super::Description) is made from these; no registry ever is.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
 
 use bytes::Bytes;
 
-/// One input file: its path relative to the content root (with `/` separators), its bytes (or,
-/// at build time, where they are), and its sha256 when already known (rust-embed and build.rs
-/// compute it at build time), so that start-up need not hash anything.
+use crate::oci::sha256;
+
+/// One file a binary holds: its path relative to the content root (with `/` separators), its
+/// bytes and their sha256 (computed at build time, so that start-up hashes nothing).
 #[derive(Debug, Clone)]
-pub struct ContentFile {
+pub struct HeldFile {
     /// Borrowed for embedded files, so that start-up copies no paths.
     pub path: Cow<'static, str>,
-    pub data: Data,
-    pub sha256: Option<[u8; 32]>,
+    pub data: Bytes,
+    pub sha256: [u8; 32],
 }
 
-/// Where an input file's bytes are.
-#[derive(Debug, Clone)]
-pub enum Data {
-    /// In memory: every file of a binary (borrowed from it), and tests' files.
-    Held(Bytes),
-    /// Still on disk, `size` bytes: a large file at build time, which is never held whole. The
-    /// loader reads it only if it must parse it (a manifest), and the registry it builds keeps
-    /// no bytes for it: such a registry describes its content (see
-    /// [`Registry::facts`](super::Registry::facts)) and must not serve it.
-    OnDisk { file: PathBuf, size: u64 },
-}
-
-impl ContentFile {
-    /// A file whose digest will be computed when the registry is built.
+impl HeldFile {
+    /// A file whose sha256 is computed now.
     pub fn new(path: impl Into<Cow<'static, str>>, data: impl Into<Bytes>) -> Self {
-        ContentFile {
+        let data = data.into();
+        HeldFile {
             path: path.into(),
-            data: Data::Held(data.into()),
-            sha256: None,
+            sha256: sha256(&data),
+            data,
         }
     }
 
-    /// The file with its sha256 known already (computed at build time).
-    pub fn with_sha256(self, sha256: [u8; 32]) -> Self {
-        ContentFile {
-            sha256: Some(sha256),
-            ..self
-        }
-    }
-
-    /// A file of `size` bytes left on disk at `file`, with its sha256 (computed while it was
-    /// streamed): see [`Data::OnDisk`].
-    pub fn on_disk(
+    /// A file whose sha256 was computed already (by the build), taken as given: start-up checks
+    /// it against the facts, `chartreg verify` against the bytes.
+    pub fn with_sha256(
         path: impl Into<Cow<'static, str>>,
-        file: PathBuf,
-        size: u64,
+        data: impl Into<Bytes>,
         sha256: [u8; 32],
     ) -> Self {
-        ContentFile {
+        HeldFile {
             path: path.into(),
-            data: Data::OnDisk { file, size },
-            sha256: Some(sha256),
-        }
-    }
-
-    /// Its size in bytes.
-    pub fn len(&self) -> u64 {
-        match &self.data {
-            Data::Held(bytes) => bytes.len() as u64,
-            Data::OnDisk { size, .. } => *size,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Its bytes, when they are in memory.
-    pub fn held(&self) -> Option<&Bytes> {
-        match &self.data {
-            Data::Held(bytes) => Some(bytes),
-            Data::OnDisk { .. } => None,
+            data: data.into(),
+            sha256,
         }
     }
 }
 
 /// What a binary holds: its files, and the facts its build wrote of them (see
-/// [`Registry::facts`](super::Registry::facts); empty when it wrote none).
+/// [`Description::facts`](super::Description::facts)).
 #[derive(Debug, Default)]
 pub struct Content {
-    pub files: Vec<ContentFile>,
+    pub files: Vec<HeldFile>,
     pub facts: Bytes,
 }
 
-/// When the content a registry serves was checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checked {
-    /// By the build, which wrote down what it found: start-up only checked that the facts
-    /// describe these very files.
-    AtBuild,
-    /// At start-up, in full.
-    AtStartup,
+/// One file of the content as the build has it: its path relative to the content root (with
+/// `/` separators), its size and sha256, and where its bytes are.
+#[derive(Debug, Clone)]
+pub struct BuildFile {
+    pub path: String,
+    pub size: u64,
+    pub sha256: [u8; 32],
+    pub bytes: BuildBytes,
+}
+
+/// Where a build file's bytes are.
+#[derive(Debug, Clone)]
+pub enum BuildBytes {
+    /// In memory.
+    Held(Bytes),
+    /// Still on disk, at this path: read only if describing must parse the file (an index or a
+    /// manifest).
+    OnDisk(PathBuf),
+}
+
+impl BuildFile {
+    /// A file whose bytes are in memory, with their sha256 as given.
+    pub fn held(path: impl Into<String>, data: impl Into<Bytes>, sha256: [u8; 32]) -> Self {
+        let data = data.into();
+        BuildFile {
+            path: path.into(),
+            size: data.len() as u64,
+            sha256,
+            bytes: BuildBytes::Held(data),
+        }
+    }
+
+    /// A file of `size` bytes left on disk at `file`, with its sha256 (computed while it was
+    /// streamed).
+    pub fn on_disk(path: impl Into<String>, file: PathBuf, size: u64, sha256: [u8; 32]) -> Self {
+        BuildFile {
+            path: path.into(),
+            size,
+            sha256,
+            bytes: BuildBytes::OnDisk(file),
+        }
+    }
+}
+
+/// A held file as the build would have it: its bytes, and its sha256 as recorded.
+impl From<&HeldFile> for BuildFile {
+    fn from(file: &HeldFile) -> Self {
+        BuildFile::held(file.path.as_ref(), file.data.clone(), file.sha256)
+    }
 }

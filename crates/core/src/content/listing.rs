@@ -127,7 +127,7 @@ impl super::Repository {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::content::{ContentFile, Registry};
+    use crate::content::{BuildFile, Description, HeldFile, Registry};
     use crate::oci::layout::ImageManifest;
     use crate::oci::{Reference, media_type};
     use crate::tree::LayoutBuilder;
@@ -135,7 +135,7 @@ mod tests {
 
     /// The layout of `repository` with one manifest (a chart's, or an image's) tagged `tags`,
     /// its files hashed as the binary's are.
-    fn layout(repository: &str, chart: bool, tags: &[&str]) -> Vec<ContentFile> {
+    fn layout(repository: &str, chart: bool, tags: &[&str]) -> Vec<HeldFile> {
         let mut layout = LayoutBuilder::new(repository);
         let (config, layer) = if chart {
             (media_type::HELM_CONFIG, media_type::HELM_CHART)
@@ -156,18 +156,16 @@ mod tests {
             .into_files()
             .unwrap()
             .into_iter()
-            .map(|(path, data)| {
-                let hash = crate::oci::sha256(&data);
-                ContentFile::new(path, data).with_sha256(hash)
-            })
+            .map(|(path, data)| HeldFile::new(path, data))
             .collect()
     }
 
-    /// The tags list of `repository`, from the files and from the facts written of them (how
-    /// the binary builds it at start-up): the two must agree.
-    fn listed(files: Vec<ContentFile>, repository: &str) -> serde_json::Value {
+    /// The tags list of `repository`, from the files, and from the facts written of them as a
+    /// binary builds it at start-up: `from_files` takes that same path, so the two agree.
+    fn listed(files: Vec<HeldFile>, repository: &str) -> serde_json::Value {
         let registry = Registry::from_files(files.clone()).unwrap();
-        let facts = Bytes::from(registry.facts(&files).unwrap());
+        let built: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
+        let facts = Bytes::from(Description::of(&built).facts().unwrap());
         let from_facts = Registry::from_facts(&facts, &files).unwrap();
         let name = repository.parse().unwrap();
         let page = |r: &Registry| {

@@ -1,9 +1,10 @@
-//! Building a `Registry` from files, checking everything, in one pass and in this order (the
-//! order in which the first problem found is the one reported):
+//! Describing content (a [`Description`]): every layout found and checked in full, in one pass
+//! and in this order (the order in which the first problem found is the one reported):
 //!
 //! 1. The layouts: every folder holding an `oci-layout` file (a layout's folder is its
 //!    repository name). Each file is placed in the deepest layout above it; a file outside
-//!    every layout is refused.
+//!    every layout is refused. Paths whose first component starts with `.` (what the build
+//!    tool keeps beside the repositories: its record, a `.gitignore`) are not content.
 //! 2. Layout by layout, in name order: its files in the order given (the marker's version
 //!    checked; each blob's file name checked against its sha256), then its `index.json` parsed.
 //! 3. The manifests `index.json` lists, in its order, each with everything it references:
@@ -11,61 +12,95 @@
 //!    nested indexes followed; media types, schema versions and subjects checked; referrers
 //!    recorded. Then the tags.
 //!
-//! The binary seldom runs this at start-up: build.rs runs it and writes down what it found
-//! (see `facts`).
+//! Only indexes and manifests are read (from disk, for a file the build left there); every
+//! other body is named by its file, never read. This is the one loader: the build describes
+//! the content with it, and `chartreg verify` describes it again.
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::problem::{MAX_NESTING, fail};
-use super::{
-    Blob, ContentFile, Data, HashMap, LoadError, Manifest, Problem, Registry, Repository,
-    Sha256Map, quote,
+use super::description::{
+    BlobDescription, DescribedFile, Description, Found, ManifestDescription, RepositoryDescription,
 };
+use super::input::{BuildBytes, BuildFile};
+use super::problem::{MAX_NESTING, fail};
+use super::{LoadError, Problem, Sha256Map};
 use crate::oci::layout::{
     self, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE,
     OciLayout, REF_NAME,
 };
 use crate::oci::media_type::{ManifestKind, manifest_kind};
-use crate::oci::{Digest, RepositoryName, Tag, decode_sha256, sha256};
+use crate::oci::{Digest, RepositoryName, Tag, decode_sha256};
 
-pub(super) fn registry(
-    files: impl IntoIterator<Item = ContentFile>,
-) -> Result<Registry, LoadError> {
-    // What the build tool keeps beside the repositories (its record, a `.gitignore`) is not
-    // content: paths whose first component starts with `.`.
-    let files: Vec<ContentFile> = files
-        .into_iter()
-        .filter(|f| !f.path.starts_with('.'))
+pub(super) fn describe(files: &[BuildFile]) -> Description {
+    // Files are named by their position in path order.
+    let mut sorted: Vec<(usize, &BuildFile)> = files.iter().enumerate().collect();
+    sorted.sort_by(|a, b| a.1.path.cmp(&b.1.path));
+    let mut numbers = vec![0; files.len()];
+    for (number, (given, _)) in sorted.iter().enumerate() {
+        if let Some(slot) = numbers.get_mut(*given) {
+            *slot = number;
+        }
+    }
+    let numbered: Vec<Numbered<'_>> = files
+        .iter()
+        .zip(numbers)
+        .map(|(file, number)| Numbered { file, number })
         .collect();
+    Description {
+        files: sorted
+            .iter()
+            .map(|(_, f)| DescribedFile {
+                path: f.path.clone(),
+                sha256: f.sha256,
+            })
+            .collect(),
+        found: repositories(&numbered),
+    }
+}
+
+fn repositories(files: &[Numbered<'_>]) -> Result<Vec<RepositoryDescription>, LoadError> {
     let mut repositories = Vec::new();
-    for (root, members) in layouts(&files)? {
+    for (root, members) in layouts(files)? {
         repositories.push(Layout::read(root, &members)?.load()?);
     }
-    Ok(Registry::assemble(repositories))
+    Ok(repositories)
+}
+
+/// A file and its position in path order.
+#[derive(Debug, Clone, Copy)]
+struct Numbered<'f> {
+    file: &'f BuildFile,
+    number: usize,
 }
 
 /// Every layout's folder with its files (in the order given), by folder.
-fn layouts(files: &[ContentFile]) -> Result<BTreeMap<&str, Vec<&ContentFile>>, LoadError> {
+fn layouts<'f>(files: &[Numbered<'f>]) -> Result<BTreeMap<&'f str, Vec<Numbered<'f>>>, LoadError> {
+    let files: Vec<Numbered<'f>> = files
+        .iter()
+        .filter(|f| !f.file.path.starts_with('.'))
+        .copied()
+        .collect();
     let marker = format!("/{OCI_LAYOUT_FILE}");
-    let mut layouts: BTreeMap<&str, Vec<&ContentFile>> = BTreeMap::new();
-    for file in files {
-        if file.path == OCI_LAYOUT_FILE {
-            return fail(file.path.as_ref(), Problem::UnnamedLayout);
+    let mut layouts: BTreeMap<&str, Vec<Numbered<'f>>> = BTreeMap::new();
+    for f in &files {
+        let path: &'f str = &f.file.path;
+        if path == OCI_LAYOUT_FILE {
+            return fail(path, Problem::UnnamedLayout);
         }
-        if let Some(root) = file.path.strip_suffix(&marker) {
+        if let Some(root) = path.strip_suffix(&marker) {
             layouts.insert(root, Vec::new());
         }
     }
-    for file in files {
+    for f in files {
         // The folders above the file, deepest first.
-        let mut folders = std::iter::successors(parent(&file.path), |folder| parent(folder));
-        let Some(root) = folders.find(|f| layouts.contains_key(f)) else {
-            return fail(file.path.as_ref(), Problem::OutsideLayout);
+        let mut folders = std::iter::successors(parent(&f.file.path), |folder| parent(folder));
+        let Some(root) = folders.find(|folder| layouts.contains_key(folder)) else {
+            return fail(f.file.path.as_str(), Problem::OutsideLayout);
         };
         if let Some(members) = layouts.get_mut(root) {
-            members.push(file);
+            members.push(f);
         }
     }
     Ok(layouts)
@@ -79,30 +114,31 @@ fn parent(path: &str) -> Option<&str> {
 struct Layout<'f> {
     root: &'f str,
     name: RepositoryName,
-    blobs: Sha256Map<&'f ContentFile>,
+    blobs: Sha256Map<Numbered<'f>>,
     index_path: &'f str,
     index: ImageIndex,
 }
 
 impl<'f> Layout<'f> {
-    fn read(root: &'f str, members: &[&'f ContentFile]) -> Result<Self, LoadError> {
+    fn read(root: &'f str, members: &[Numbered<'f>]) -> Result<Self, LoadError> {
         let name: RepositoryName = root
             .parse()
             .or_else(|e| fail(format!("{root}/{OCI_LAYOUT_FILE}"), Problem::Name(e)))?;
         let mut blobs = Sha256Map::with_capacity_and_hasher(members.len(), Default::default());
         let mut index = None;
-        for &file in members {
+        for &member in members {
+            let file = member.file;
             let path: &str = &file.path;
             match path.get(root.len().saturating_add(1)..).unwrap_or_default() {
                 OCI_LAYOUT_FILE => {
-                    let marker: OciLayout = parse_json(path, &bytes(file)?)?;
+                    let marker: OciLayout = parse_json(path, &read(file)?)?;
                     if marker.image_layout_version != LAYOUT_VERSION {
                         return fail(path, Problem::LayoutVersion(marker.image_layout_version));
                     }
                 }
                 INDEX_FILE => index = Some(file),
                 inner => {
-                    blobs.insert(blob_hash(file, inner)?, file);
+                    blobs.insert(blob_hash(file, inner)?, member);
                 }
             }
         }
@@ -114,7 +150,7 @@ impl<'f> Layout<'f> {
             name,
             blobs,
             index_path: &index_file.path,
-            index: parse_json(&index_file.path, &bytes(index_file)?)?,
+            index: parse_json(&index_file.path, &read(index_file)?)?,
         })
     }
 
@@ -124,18 +160,18 @@ impl<'f> Layout<'f> {
     }
 
     /// The file a descriptor names, present with the descriptor's size.
-    fn fetch(&self, d: &Descriptor) -> Result<(&'f ContentFile, [u8; 32]), LoadError> {
+    fn fetch(&self, d: &Descriptor) -> Result<(Numbered<'f>, [u8; 32]), LoadError> {
         let found = d
             .digest
             .sha256()
             .and_then(|hash| Some((*self.blobs.get(&hash)?, hash)));
-        let Some((file, hash)) = found else {
+        let Some((member, hash)) = found else {
             return fail(
                 self.blob_file(&d.digest),
                 Problem::MissingBlob(d.digest.clone()),
             );
         };
-        let actual = file.len();
+        let actual = member.file.size;
         if actual != d.size {
             return fail(
                 self.blob_file(&d.digest),
@@ -146,30 +182,33 @@ impl<'f> Layout<'f> {
                 },
             );
         }
-        Ok((file, hash))
+        Ok((member, hash))
     }
 
     /// The repository: every manifest `index.json` lists, with what it references, and tags.
-    fn load(self) -> Result<Repository, LoadError> {
-        let mut repository = Repository::new(self.name.clone());
+    fn load(self) -> Result<RepositoryDescription, LoadError> {
+        let mut found = Found::default();
         for d in &self.index.manifests {
-            self.manifest(&mut repository, d, 0)?;
+            self.manifest(&mut found, d, 0)?;
         }
         for d in &self.index.manifests {
             if let Some(tag) = d.annotations.get(REF_NAME) {
-                self.tag(&mut repository, tag, d)?;
+                self.tag(&mut found, tag, d)?;
             }
         }
         // Blobs kept are those some manifest references (as a blob or as a manifest).
-        repository.unreferenced = self
-            .blobs
-            .len()
-            .saturating_sub(repository.distinct_content().count());
-        repository.warn_unreferenced();
-        Ok(repository.finish())
+        let distinct = found.blobs.len().saturating_add(
+            found
+                .manifests
+                .keys()
+                .filter(|hash| !found.blobs.contains_key(*hash))
+                .count(),
+        );
+        let unreferenced = self.blobs.len().saturating_sub(distinct);
+        Ok(found.in_order(self.name, unreferenced))
     }
 
-    fn tag(&self, repository: &mut Repository, tag: &str, d: &Descriptor) -> Result<(), LoadError> {
+    fn tag(&self, found: &mut Found, tag: &str, d: &Descriptor) -> Result<(), LoadError> {
         if let Err(e) = tag.parse::<Tag>() {
             return fail(self.index_path, Problem::Tag(e));
         }
@@ -179,10 +218,10 @@ impl<'f> Layout<'f> {
                 Problem::MissingBlob(d.digest.clone()),
             );
         };
-        if let Some(first) = repository.tags.get(tag)
+        if let Some(first) = found.tags.get(tag)
             && *first != hash
         {
-            let first = repository.manifests.get(first).map(|m| m.digest.clone());
+            let first = found.manifests.get(first).map(|m| m.digest.clone());
             return fail(
                 self.index_path,
                 Problem::DuplicateTag {
@@ -192,25 +231,20 @@ impl<'f> Layout<'f> {
                 },
             );
         }
-        repository.tags.insert(tag.to_owned(), hash);
+        found.tags.insert(tag.to_owned(), hash);
         Ok(())
     }
 
-    /// Checks and stores the manifest `d` names, with the blobs it references (an image) or
+    /// Checks and records the manifest `d` names, with the blobs it references (an image) or
     /// the manifests it lists (an index, `depth` levels down).
-    fn manifest(
-        &self,
-        repository: &mut Repository,
-        d: &Descriptor,
-        depth: usize,
-    ) -> Result<(), LoadError> {
+    fn manifest(&self, found: &mut Found, d: &Descriptor, depth: usize) -> Result<(), LoadError> {
         let path = || self.blob_file(&d.digest);
         if depth > MAX_NESTING {
             return fail(path(), Problem::TooDeep);
         }
         if d.digest
             .sha256()
-            .is_some_and(|hash| repository.manifests.contains_key(&hash))
+            .is_some_and(|hash| found.manifests.contains_key(&hash))
         {
             return Ok(());
         }
@@ -220,8 +254,8 @@ impl<'f> Layout<'f> {
         let Some(kind) = manifest_kind(&d.media_type) else {
             return fail(path(), Problem::NotManifest(d.media_type.clone()));
         };
-        let (file, hash) = self.fetch(d)?;
-        let data = bytes(file)?;
+        let (member, hash) = self.fetch(d)?;
+        let data = read(member.file)?;
         let manifest_error = |source| LoadError {
             path: path(),
             problem: Box::new(Problem::Manifest {
@@ -234,11 +268,13 @@ impl<'f> Layout<'f> {
                 let m: ImageManifest = serde_json::from_slice(&data).map_err(manifest_error)?;
                 for blob in std::iter::once(&m.config).chain(&m.layers) {
                     let (blob_file, blob_hash) = self.fetch(blob)?;
-                    repository.blobs.entry(blob_hash).or_insert_with(|| Blob {
-                        digest: blob.digest.clone(),
-                        quoted_digest: quote(&blob.digest),
-                        data: kept(blob_file),
-                    });
+                    found
+                        .blobs
+                        .entry(blob_hash)
+                        .or_insert_with(|| BlobDescription {
+                            digest: blob.digest.clone(),
+                            file: blob_file.number,
+                        });
                 }
                 let artifact_type = m.artifact_type.or(Some(m.config.media_type));
                 let referrer = m.subject.map(|s| (s, artifact_type, m.annotations));
@@ -247,7 +283,7 @@ impl<'f> Layout<'f> {
             ManifestKind::Index => {
                 let i: ImageIndex = serde_json::from_slice(&data).map_err(manifest_error)?;
                 for child in &i.manifests {
-                    self.manifest(repository, child, depth.saturating_add(1))?;
+                    self.manifest(found, child, depth.saturating_add(1))?;
                 }
                 let referrer = i.subject.map(|s| (s, i.artifact_type, i.annotations));
                 (i.schema_version, i.media_type, referrer)
@@ -269,26 +305,16 @@ impl<'f> Layout<'f> {
             );
         }
         if let Some((subject, artifact_type, annotations)) = referrer {
-            repository
+            found
                 .referrers
-                .entry(subject.digest)
-                .or_default()
-                .push(Descriptor {
-                    media_type: d.media_type.clone(),
-                    digest: d.digest.clone(),
-                    size: d.size,
-                    annotations,
-                    platform: None,
-                    artifact_type,
-                });
+                .push((subject.digest, hash, artifact_type, annotations));
         }
-        repository.manifests.insert(
+        found.manifests.insert(
             hash,
-            Manifest {
-                media_type: d.media_type.as_str().into(),
-                quoted_digest: quote(&d.digest),
+            ManifestDescription {
                 digest: d.digest.clone(),
-                data,
+                media_type: d.media_type.clone(),
+                file: member.number,
             },
         );
         Ok(())
@@ -296,7 +322,7 @@ impl<'f> Layout<'f> {
 }
 
 /// The sha256 of a blob file (`inner`: its path in the layout), which must be its name.
-fn blob_hash(file: &ContentFile, inner: &str) -> Result<[u8; 32], LoadError> {
+fn blob_hash(file: &BuildFile, inner: &str) -> Result<[u8; 32], LoadError> {
     let path: &str = &file.path;
     let Some((algorithm, encoded)) = inner
         .strip_prefix("blobs/")
@@ -313,36 +339,26 @@ fn blob_hash(file: &ContentFile, inner: &str) -> Result<[u8; 32], LoadError> {
     if algorithm != "sha256" {
         return fail(path, Problem::Algorithm(algorithm.to_owned()));
     }
-    let hash = match file.sha256 {
-        Some(hash) => hash,
-        None => sha256(&bytes(file)?),
-    };
-    if named == Some(hash) {
-        return Ok(hash);
+    if named == Some(file.sha256) {
+        return Ok(file.sha256);
     }
-    let actual = Digest::from_sha256(hash);
+    let actual = Digest::from_sha256(file.sha256);
     match format!("{algorithm}:{encoded}").parse() {
         Ok(expected) => fail(path, Problem::DigestMismatch { expected, actual }),
         Err(e) => fail(path, Problem::BlobName(e.to_string())),
     }
 }
 
-/// A file's bytes, read from disk if they are not held (build time: an index or manifest in a
+/// A file's bytes, read from disk if the build left them there (an index or manifest in a
 /// large file).
-fn bytes(file: &ContentFile) -> Result<Bytes, LoadError> {
-    match &file.data {
-        Data::Held(bytes) => Ok(bytes.clone()),
-        Data::OnDisk { file: on_disk, .. } => match std::fs::read(on_disk) {
+fn read(file: &BuildFile) -> Result<Bytes, LoadError> {
+    match &file.bytes {
+        BuildBytes::Held(bytes) => Ok(bytes.clone()),
+        BuildBytes::OnDisk(on_disk) => match std::fs::read(on_disk) {
             Ok(read) => Ok(Bytes::from(read)),
-            Err(e) => fail(file.path.as_ref(), Problem::Read(e)),
+            Err(e) => fail(file.path.as_str(), Problem::Read(e)),
         },
     }
-}
-
-/// What a blob keeps of its file: its bytes, or none for a file left on disk (a registry of such
-/// files describes its content and is not served, see `Data::OnDisk`).
-fn kept(file: &ContentFile) -> Bytes {
-    file.held().cloned().unwrap_or_default()
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(path: &str, data: &[u8]) -> Result<T, LoadError> {
@@ -360,30 +376,4 @@ fn valid_media_type(media_type: &str) -> bool {
     media_type
         .split_once('/')
         .is_some_and(|(t, sub)| name(t) && name(sub))
-}
-
-impl Repository {
-    pub(super) fn new(name: RepositoryName) -> Self {
-        Repository {
-            name,
-            tags: HashMap::default(),
-            unprefixed: HashMap::default(),
-            tag_list: Default::default(),
-            manifests: Sha256Map::default(),
-            blobs: Sha256Map::default(),
-            referrers: HashMap::default(),
-            unreferenced: 0,
-        }
-    }
-
-    /// The tags list made from the tags, referrers in digest order.
-    fn finish(mut self) -> Self {
-        let mut tags: Vec<String> = self.tags.keys().cloned().collect();
-        tags.sort_unstable();
-        self.finish_tags(tags);
-        for referrers in self.referrers.values_mut() {
-            referrers.sort_by(|a, b| a.digest.cmp(&b.digest));
-        }
-        self
-    }
 }

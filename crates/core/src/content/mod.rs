@@ -1,20 +1,23 @@
-//! The content model: an immutable, in-memory registry built once from (path, bytes) pairs that
-//! hold OCI image layouts, and looked up by validated names, tags and digests.
+//! The content model: an immutable, in-memory registry of OCI image layouts, looked up by
+//! validated names, tags and digests, and the one way content becomes one.
 //!
 //! How content flows through it:
-//! 1. `Registry::from_files` takes every file (the binary passes what rust-embed compiled in;
-//!    tests pass anything). A folder holding an `oci-layout` file is one repository, named by its
-//!    path (`charts/hello/oci-layout` -> `charts/hello`).
-//! 2. `load` reads each layout's `index.json`, follows every manifest (indexes recursively),
-//!    checks that each referenced blob is present with the descriptor's size and that its bytes
-//!    have the digest they are stored under, and records tags and referrers. Any problem is a
-//!    `LoadError` naming the file: the registry refuses to exist rather than serve wrong bytes.
-//!    The binary builds it from build-time facts instead (`Registry::from_content`, module
-//!    `facts`): build.rs runs this same loading and writes down what it found (a serde struct,
-//!    postcard-encoded); start-up checks that the facts describe exactly the files it holds
-//!    (by path and sha256) and builds the maps from them, falling back to step 2 when they do
-//!    not.
-//! 3. Requests look up `Registry::repository`, then `Repository::manifest` / `blob` / `tags` /
+//! 1. The build describes the content ([`Description::of`], module `load`): from every file as
+//!    it has it ([`BuildFile`]: bytes held, or left on disk), a folder holding an `oci-layout`
+//!    file is one repository, named by its path (`charts/hello/oci-layout` -> `charts/hello`);
+//!    each layout's `index.json` is read, every manifest followed (indexes recursively), each
+//!    referenced blob checked present with the descriptor's size and stored under its sha256,
+//!    tags and referrers recorded. A problem is a `LoadError` naming the file: such content is
+//!    described as refused.
+//! 2. The description is written down as facts ([`Description::facts`], module `facts`):
+//!    postcard, naming each body by its file, bound to every file by path and sha256.
+//! 3. [`Registry::from_facts`] builds the registry from the facts and the files a binary holds
+//!    ([`HeldFile`]), after checking that the facts describe exactly those files; facts of
+//!    other files, or of content the build refused, are refused, naming the file. Tests, which
+//!    have only files, take the same path through [`Registry::from_files`]; `chartreg verify`
+//!    describes the files again and names where the binary's facts differ
+//!    ([`Description::differences`]).
+//! 4. Requests look up `Registry::repository`, then `Repository::manifest` / `blob` / `tags` /
 //!    `referrers`: hash-map lookups returning the stored bytes (`Bytes`, zero-copy for embedded
 //!    `&'static` data). Misses are `Error::NameUnknown` / `ManifestUnknown` / `BlobUnknown`.
 //!
@@ -24,7 +27,7 @@
 // (checked, saturating or widened instead), outside tests.
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
-mod compare;
+mod description;
 mod document;
 mod facts;
 mod input;
@@ -42,12 +45,24 @@ use crate::oci::{Digest, Reference, RepositoryName};
 
 use maps::{HashMap, Sha256Map};
 
+pub use description::Description;
 pub use document::{Document, Unreadable};
-pub use facts::Stale;
-pub use input::{Checked, Content, ContentFile, Data};
+pub use facts::{FactsError, Stale, Unservable};
+pub use input::{BuildBytes, BuildFile, Content, HeldFile};
 pub use kinds::{Artifact, Kind};
 pub use listing::Listing;
 pub use problem::{LoadError, Problem};
+
+/// Why files do not make a registry ([`Registry::from_files`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Facts(#[from] FactsError),
+    #[error(transparent)]
+    Unservable(#[from] Unservable),
+}
 
 /// A lookup that found nothing.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -85,16 +100,6 @@ pub struct Blob {
     pub data: Bytes,
 }
 
-/// `"<digest>"`, computed once per stored item.
-pub(crate) fn quote(digest: &Digest) -> Bytes {
-    let text = digest.as_str();
-    let mut quoted = Vec::with_capacity(text.len().saturating_add(2));
-    quoted.push(b'"');
-    quoted.extend_from_slice(text.as_bytes());
-    quoted.push(b'"');
-    Bytes::from(quoted)
-}
-
 /// One repository: its tags, manifests, the blobs its manifests reference, and referrers.
 #[derive(Debug)]
 pub struct Repository {
@@ -116,6 +121,19 @@ pub struct Repository {
 }
 
 impl Repository {
+    fn new(name: RepositoryName) -> Self {
+        Repository {
+            name,
+            tags: HashMap::default(),
+            unprefixed: HashMap::default(),
+            tag_list: Listing::default(),
+            manifests: Sha256Map::default(),
+            blobs: Sha256Map::default(),
+            referrers: HashMap::default(),
+            unreferenced: 0,
+        }
+    }
+
     pub fn name(&self) -> &str {
         self.name.as_str()
     }
@@ -293,41 +311,23 @@ impl Registry {
         }
     }
 
-    /// Builds and checks the registry from every file of the content root.
-    pub fn from_files(files: impl IntoIterator<Item = ContentFile>) -> Result<Self, LoadError> {
-        load::registry(files)
-    }
-
-    /// Builds the registry from a binary's content: from its build-time facts when they
-    /// describe these files, else (saying why, unless there are none) from the files.
-    pub fn from_content(content: Content) -> Result<(Self, Checked), LoadError> {
-        match facts::read(&content.facts, &content.files) {
-            Ok(registry) => {
-                registry
-                    .repositories()
-                    .for_each(Repository::warn_unreferenced);
-                Ok((registry, Checked::AtBuild))
-            }
-            Err(stale) => {
-                if !content.facts.is_empty() {
-                    log::warn!("{stale}; checking it now");
-                }
-                Ok((Self::from_files(content.files)?, Checked::AtStartup))
-            }
-        }
-    }
-
-    /// The facts of this registry, built from `files`, for [`Registry::from_content`]: which
-    /// file each body it holds is, and the strings it keeps. `None` for content facts cannot
-    /// describe (referrers).
-    pub fn facts(&self, files: &[ContentFile]) -> Option<Vec<u8>> {
-        facts::write(self, files)
-    }
-
-    /// Builds the registry from `files` and the facts written of them, or says why the facts
-    /// do not describe them.
-    pub fn from_facts(facts: &Bytes, files: &[ContentFile]) -> Result<Self, Stale> {
+    /// The registry a binary serves: built from the facts its build wrote and the files it
+    /// holds, which the facts must describe exactly (see module `facts`).
+    pub fn from_facts(facts: &Bytes, files: &[HeldFile]) -> Result<Self, Unservable> {
         facts::read(facts, files)
+    }
+
+    /// The registry of `files`, the way a binary gets it: described (checking everything),
+    /// written down as facts, and built from those facts and the files.
+    pub fn from_files(files: impl IntoIterator<Item = HeldFile>) -> Result<Self, FilesError> {
+        let files: Vec<HeldFile> = files.into_iter().collect();
+        let built: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
+        let description = Description::of(&built);
+        let facts = description.facts()?;
+        if let Err(refused) = description.found {
+            return Err(FilesError::Load(refused));
+        }
+        Ok(Self::from_facts(&Bytes::from(facts), &files)?)
     }
 
     #[inline]

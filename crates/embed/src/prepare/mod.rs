@@ -10,10 +10,12 @@
 //!    earlier build, or streamed now ([`object`]). Objects no file needs any more are removed.
 //!    `linked.rs` lists each such file with its symbol and sha256; a file whose bytes another
 //!    has names the same object.
-//! 4. The content is loaded with the binary's own loader (`chartreg-core`), large files by
-//!    path, size and sha256 only (never their bytes), and what it found is written down as
-//!    `facts.bin` for start-up. Content that cannot be served gets a warning and empty facts, so
-//!    that the binary refuses it at start-up, naming the file.
+//! 4. The content is described with the binary's own loader (`chartreg-core`'s
+//!    `Description`), large files by path, size and sha256 (read only if they are manifests),
+//!    and the description is written down as `facts.bin`, from which the binary builds its
+//!    registry at start-up. Content that cannot be served is written down as that (the file
+//!    and the problem) and gets a warning here; the binary refuses it at start-up, naming the
+//!    file.
 //!
 //! Memory stays at the small files plus one 1 MiB piece, whatever the large files add up to.
 
@@ -26,7 +28,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use chartreg_core::content::{ContentFile, Registry};
+use chartreg_core::content::{BuildFile, Description, FactsError};
 use chartreg_core::oci;
 
 use hashes::Hashes;
@@ -40,6 +42,8 @@ pub enum Error {
     NotUtf8(PathBuf),
     #[error("{0}: a symbolic link loops back to a folder above it")]
     Loop(PathBuf),
+    #[error(transparent)]
+    Facts(#[from] FactsError),
 }
 
 fn at(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
@@ -112,7 +116,7 @@ pub fn run(options: &Options) -> Result<Prepared, Error> {
         let size = metadata.len();
         if options.link_threshold.is_some_and(|t| size >= t) {
             let sha256 = hashes.sha256(&file, &metadata).map_err(at(&file))?;
-            content.push(ContentFile::on_disk(
+            content.push(BuildFile::on_disk(
                 relative.clone(),
                 file.clone(),
                 size,
@@ -128,7 +132,7 @@ pub fn run(options: &Options) -> Result<Prepared, Error> {
         }
         let data = fs::read(&file).map_err(at(&file))?;
         let sha256 = oci::sha256(&data);
-        content.push(ContentFile::new(relative.clone(), data).with_sha256(sha256));
+        content.push(BuildFile::held(relative.clone(), data, sha256));
         if let Some(first) = first_with.get(&sha256) {
             let _ = writeln!(aliases, "    ({relative:?}, {first:?}),");
             continue;
@@ -150,7 +154,7 @@ pub fn run(options: &Options) -> Result<Prepared, Error> {
 
     let (objects, written) = objects(&out.join("objects"), &linked)?;
     write(&out.join("linked.rs"), linked_list(&linked))?;
-    let (facts, warnings) = facts(&content);
+    let (facts, warnings) = facts(&content)?;
     write(&out.join("facts.bin"), facts)?;
     Ok(Prepared {
         mirror,
@@ -228,15 +232,16 @@ fn linked_list(linked: &[Linked]) -> String {
     list
 }
 
-/// The facts of `content` and the warnings loading it gave (see `Registry::facts`).
-fn facts(content: &[ContentFile]) -> (Vec<u8>, Vec<String>) {
-    match Registry::from_files(content.to_vec()) {
-        Ok(registry) => (registry.facts(content).unwrap_or_default(), Vec::new()),
-        Err(e) => (
-            Vec::new(),
-            vec![format!("the content cannot be served: {e}")],
-        ),
-    }
+/// The facts of `content` (see `Description`), and the warning that it cannot be served, if it
+/// cannot.
+fn facts(content: &[BuildFile]) -> Result<(Vec<u8>, Vec<String>), FactsError> {
+    let description = Description::of(content);
+    let warnings = description
+        .refusal()
+        .map(|e| format!("the content cannot be served: {e}"))
+        .into_iter()
+        .collect();
+    Ok((description.facts()?, warnings))
 }
 
 fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), Error> {

@@ -1,7 +1,7 @@
 //! Tests of `prepare`: the mirror, aliases, objects kept and removed, and facts.
 
 use super::*;
-use chartreg_core::content::Content;
+use chartreg_core::content::{HeldFile, Registry, Unservable};
 use chartreg_core::oci::layout::ImageManifest;
 use chartreg_core::oci::media_type;
 use chartreg_core::tree::LayoutBuilder;
@@ -44,23 +44,22 @@ fn layer(n: usize, seed: u32) -> Vec<u8> {
         .collect()
 }
 
-/// The registry start-up builds from the prepared files and facts: large files as the
-/// binary would hold them (here read back from their sources).
-fn served(folder: &Path, out: &Path) -> Registry {
+/// The registry start-up builds from the prepared files and facts, or why it refuses: large
+/// files as the binary would hold them (here read back from their sources).
+fn start_up(folder: &Path, out: &Path) -> Result<Registry, Unservable> {
     let mut files = Vec::new();
     walk(folder, &mut files).unwrap();
-    let content = Content {
-        files: files
-            .iter()
-            .map(|f| {
-                let data = fs::read(f).unwrap();
-                let sha = oci::sha256(&data);
-                ContentFile::new(relative(folder, f).unwrap(), data).with_sha256(sha)
-            })
-            .collect(),
-        facts: fs::read(out.join("facts.bin")).unwrap().into(),
-    };
-    Registry::from_facts(&content.facts, &content.files).expect("the facts describe them")
+    let files: Vec<HeldFile> = files
+        .iter()
+        .map(|f| HeldFile::new(relative(folder, f).unwrap(), fs::read(f).unwrap()))
+        .collect();
+    let facts = fs::read(out.join("facts.bin")).unwrap().into();
+    Registry::from_facts(&facts, &files)
+}
+
+/// The registry start-up builds from the prepared files and facts.
+fn served(folder: &Path, out: &Path) -> Registry {
+    start_up(folder, out).expect("the facts describe them")
 }
 
 #[test]
@@ -142,7 +141,16 @@ fn content_that_cannot_be_served_is_a_warning_naming_the_file() {
         "{:?}",
         prepared.warnings
     );
-    assert!(fs::read(out.join("facts.bin")).unwrap().is_empty());
+    // The facts say so: start-up refuses with the same words.
+    match start_up(&folder, &out) {
+        Err(refused @ Unservable::Refused { .. }) => {
+            assert_eq!(
+                refused.to_string(),
+                prepared.warnings[0].replace("the content cannot be served: ", "")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
