@@ -11,6 +11,8 @@
 //! 2. At compile time, [`linked_blob!`] turns each name in that list into a `&'static [u8]`:
 //!    an `extern` static the linker resolves to the object's bytes. Nothing is copied: the
 //!    binary serves the pages the kernel maps from its own file.
+//! 3. At start-up, `files` (feature `files`) reads the binary's content back: rust-embed's
+//!    files, the linked ones and the aliases, with the facts the build wrote.
 //!
 //! Declaring an `extern` static and reading it is `unsafe`; that `unsafe` is in this macro's
 //! expansion only, so the crates that use it keep `unsafe_code` forbidden (the lint does not
@@ -24,6 +26,8 @@
 //! 32-bit PC-relative references; the table of linked files refers to them with 64-bit
 //! absolute addresses, which reach anywhere. See `prepare::link_args` (feature `prepare`).
 
+#[cfg(feature = "files")]
+pub mod files;
 #[cfg(feature = "prepare")]
 pub mod prepare;
 
