@@ -3,14 +3,13 @@
 //! blobs nothing references, every body named by the file that holds it) or why it cannot be
 //! served.
 //!
-//! A description is made once, by checking the content in full (`load`, which gathers what each
-//! repository holds in a `Found`, put in order here), from the files as the build has them
-//! ([`BuildFile`]); it holds no bodies. Its facts ([`Description::facts`]) are what a binary is
-//! built with and what its [`Registry`](super::Registry) is made from.
+//! A description is made once, by checking the content in full (`Description::of`, in `load`,
+//! which gathers what each repository holds in a `Found`, put in order here), from the files as
+//! the build has them (`BuildFile`); it holds no bodies. Its facts (`Description::facts`, in
+//! `facts`) are what a binary is built with and what its [`Registry`](super::Registry) is made
+//! from. This module holds only the description's shape: `load` and `facts` use it, it uses
+//! neither.
 
-use super::facts::{self, FactsError};
-use super::input::BuildFile;
-use super::load;
 use super::{HashMap, LoadError, Sha256Map};
 use crate::oci::layout::Annotations;
 use crate::oci::{Digest, RepositoryName};
@@ -129,26 +128,8 @@ impl Found {
 }
 
 impl Description {
-    /// Describes `files`, checking everything (see `load` for the checks and their order).
-    /// Content that cannot be served is described too: as the first problem found.
-    pub fn of(files: &[BuildFile]) -> Self {
-        load::describe(files)
-    }
-
     /// Why the content cannot be served, if it cannot.
     pub fn refusal(&self) -> Option<&LoadError> {
         self.found.as_ref().err()
-    }
-
-    /// The facts of this description, which a binary is built with and its registry made from
-    /// (postcard-encoded; see `facts`).
-    pub fn facts(&self) -> Result<Vec<u8>, FactsError> {
-        facts::write(self)
-    }
-
-    /// Where `facts` (a binary's) differ from the facts of this description, each difference
-    /// named (repository, tag, manifest, blob, file): none when they are its facts.
-    pub fn differences(&self, facts: &[u8]) -> Result<Vec<String>, FactsError> {
-        Ok(facts::differences(facts, &self.facts()?))
     }
 }

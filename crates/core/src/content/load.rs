@@ -33,30 +33,35 @@ use crate::oci::layout::{
 use crate::oci::media_type::{ManifestKind, manifest_kind};
 use crate::oci::{Digest, RepositoryName, Tag, decode_sha256};
 
-pub(super) fn describe(files: &[BuildFile]) -> Description {
-    // Files are named by their position in path order.
-    let mut sorted: Vec<(usize, &BuildFile)> = files.iter().enumerate().collect();
-    sorted.sort_by(|a, b| a.1.path.cmp(&b.1.path));
-    let mut numbers = vec![0; files.len()];
-    for (number, (given, _)) in sorted.iter().enumerate() {
-        if let Some(slot) = numbers.get_mut(*given) {
-            *slot = number;
+impl Description {
+    /// Describes `files`, checking everything (see the module's documentation for the checks
+    /// and their order). Content that cannot be served is described too: as the first problem
+    /// found.
+    pub fn of(files: &[BuildFile]) -> Self {
+        // Files are named by their position in path order.
+        let mut sorted: Vec<(usize, &BuildFile)> = files.iter().enumerate().collect();
+        sorted.sort_by(|a, b| a.1.path.cmp(&b.1.path));
+        let mut numbers = vec![0; files.len()];
+        for (number, (given, _)) in sorted.iter().enumerate() {
+            if let Some(slot) = numbers.get_mut(*given) {
+                *slot = number;
+            }
         }
-    }
-    let numbered: Vec<Numbered<'_>> = files
-        .iter()
-        .zip(numbers)
-        .map(|(file, number)| Numbered { file, number })
-        .collect();
-    Description {
-        files: sorted
+        let numbered: Vec<Numbered<'_>> = files
             .iter()
-            .map(|(_, f)| DescribedFile {
-                path: f.path.clone(),
-                sha256: f.sha256,
-            })
-            .collect(),
-        found: repositories(&numbered),
+            .zip(numbers)
+            .map(|(file, number)| Numbered { file, number })
+            .collect();
+        Description {
+            files: sorted
+                .iter()
+                .map(|(_, f)| DescribedFile {
+                    path: f.path.clone(),
+                    sha256: f.sha256,
+                })
+                .collect(),
+            found: repositories(&numbered),
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use super::{BodyFacts, Facts, Found, RepositoryFacts, decode};
 
 /// Every difference between the facts a binary was built with (`embedded`) and `expected`,
 /// each naming what it is about: empty when they are the same facts.
-pub(in crate::content) fn differences(embedded: &[u8], expected: &[u8]) -> Vec<String> {
+pub(super) fn differences(embedded: &[u8], expected: &[u8]) -> Vec<String> {
     if embedded == expected {
         return Vec::new();
     }

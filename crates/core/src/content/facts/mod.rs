@@ -20,7 +20,6 @@ use serde::{Deserialize, Serialize};
 use super::description::{Description, RepositoryDescription};
 use crate::oci::Digest;
 
-pub(super) use diff::differences;
 pub(super) use read::read;
 pub use read::{Stale, Unservable};
 
@@ -114,8 +113,22 @@ fn number(n: usize, what: &'static str, count: usize) -> Result<u32, FactsError>
     u32::try_from(n).map_err(|_| FactsError::TooMany { what, count })
 }
 
+impl Description {
+    /// The facts of this description, which a binary is built with and its registry made from
+    /// (postcard-encoded; see the module's documentation).
+    pub fn facts(&self) -> Result<Vec<u8>, FactsError> {
+        write(self)
+    }
+
+    /// Where `facts` (a binary's) differ from the facts of this description, each difference
+    /// named (repository, tag, manifest, blob, file): none when they are its facts.
+    pub fn differences(&self, facts: &[u8]) -> Result<Vec<String>, FactsError> {
+        Ok(diff::differences(facts, &self.facts()?))
+    }
+}
+
 /// The facts of `description`.
-pub(super) fn write(description: &Description) -> Result<Vec<u8>, FactsError> {
+fn write(description: &Description) -> Result<Vec<u8>, FactsError> {
     let files = description
         .files
         .iter()
