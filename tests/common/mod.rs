@@ -114,28 +114,12 @@ pub fn folder_content_digest(dir: &Path) -> String {
     sha256(&text)
 }
 
-/// The output of a program this test process has just written (unpacked, copied). Running it
-/// fails with ETXTBSY while a child another test thread forks still holds the file open for
-/// writing (inherited between its fork and its exec): that passes within moments, so it is
-/// tried again, for up to 10 s.
-pub fn output_of_fresh(command: &mut Command) -> std::process::Output {
-    let started = std::time::Instant::now();
-    loop {
-        match command.output() {
-            Err(e)
-                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
-                    && started.elapsed() < std::time::Duration::from_secs(10) =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            other => return other.expect("the program runs"),
-        }
-    }
-}
-
 /// What `bin ls --content-digest` prints, without its newline.
 pub fn content_digest_of(bin: &Path) -> String {
-    let out = output_of_fresh(Command::new(bin).args(["ls", "--content-digest"]));
+    let out = Command::new(bin)
+        .args(["ls", "--content-digest"])
+        .output()
+        .expect("chartreg runs");
     assert!(out.status.success(), "{}", describe(&out));
     String::from_utf8(out.stdout)
         .expect("UTF-8")

@@ -90,14 +90,20 @@ pub fn static_elf(message: &[u8]) -> Vec<u8> {
     elf
 }
 
-/// Writes [`static_elf`] of `message` to `path`, executable.
+/// Writes [`static_elf`] of `message` to `path`, executable. `install` writes `path`, not this
+/// process: a file this test process held open for writing would be inherited by every child
+/// another test thread forks meanwhile, and running it (as `image` does for its content digest)
+/// would fail with ETXTBSY until those children exec.
 pub fn write_binary(path: &Path, message: &[u8]) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt as _;
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).unwrap();
     }
-    fs::write(path, static_elf(message)).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    let staged = tempfile::NamedTempFile::new().unwrap();
+    fs::write(staged.path(), static_elf(message)).unwrap();
+    ok(Command::new("install")
+        .args(["-m", "0755"])
+        .arg(staged.path())
+        .arg(path));
     path.to_owned()
 }
 
