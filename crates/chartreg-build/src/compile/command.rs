@@ -95,30 +95,18 @@ pub fn run(args: &BuildArgs) -> Result<(), Error> {
     Ok(compile(&request)?)
 }
 
-/// What `image --config` builds from: the content file, where it is packed and compiled from.
-#[derive(Debug, Clone)]
-pub struct ForImage {
-    pub config: PathBuf,
-    pub assets: Option<PathBuf>,
-    pub kit: Option<PathBuf>,
-    pub cache: Option<PathBuf>,
-}
-
-/// Packs the content once and compiles a server per platform (`None`: this machine's), as
-/// `build` does: `chartreg` beside the content file for one platform, `chartreg.OS-ARCH` for
-/// each of several. Each binary with its platform (`linux/amd64`).
+/// Packs the content `build` names once and compiles a server per platform (`None`: this
+/// machine's), as `build` does: `chartreg` beside the content file for one platform,
+/// `chartreg.OS-ARCH` for each of several. Each binary with its platform (`linux/amd64`).
+/// `build`'s own `platform` and `out` are not used.
 pub fn binaries(
-    given: &ForImage,
+    build: &BuildArgs,
     platforms: &[Option<String>],
 ) -> Result<Vec<(String, PathBuf)>, Error> {
     let several = platforms.len() > 1;
     let mut build = BuildArgs {
-        config: given.config.clone(),
-        assets: given.assets.clone(),
         out: None,
-        kit: given.kit.clone(),
-        cache: given.cache.clone(),
-        platform: None,
+        ..build.clone()
     };
     let mut built = Vec::with_capacity(platforms.len());
     for platform in platforms {

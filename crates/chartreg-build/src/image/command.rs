@@ -24,7 +24,7 @@ use clap::Args;
 
 use super::binary::{self, Binary, host_platform, parse_platform};
 use super::{BaseSpec, Error, ImageReport, ImageRequest};
-use crate::compile::{self, command::ForImage};
+use crate::compile::{self, command::BuildArgs};
 
 /// chartreg's version: the first part of the default tag.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -283,17 +283,19 @@ impl ImageArgs {
 /// is packed once and the binaries are built first, as `build` does, one per `--platform`.
 pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
     if let Some(config) = args.config.clone() {
-        let given = ForImage {
+        let build = BuildArgs {
             config,
             assets: args.assets.clone(),
+            out: None,
             kit: args.kit.clone(),
             cache: args.cache.clone(),
+            platform: None,
         };
         let platforms = match args.platforms.as_slice() {
             [] => vec![None],
             given => given.iter().cloned().map(Some).collect(),
         };
-        for (platform, path) in compile::command::binaries(&given, &platforms)? {
+        for (platform, path) in compile::command::binaries(&build, &platforms)? {
             let platform = parse_platform(&platform).map_err(BinaryError::Platform)?;
             args.binaries.push(Binary { platform, path });
         }
