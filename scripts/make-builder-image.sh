@@ -154,26 +154,14 @@ mkdir "$R"
 tar -C "$R" --numeric-owner -xpf "$ROOTFS_TAR"
 
 # in_root ARG...: `env -i ARG...` in the root file system, as a container runs it, with no
-# network: new mount and network namespaces, /proc, a /dev of the nodes compilers open (bound
-# from this machine's), the image's environment and HOME. The mounts end with the namespace.
+# network: new mount and network namespaces, then scripts/in-root.sh (/proc, a /dev of the nodes
+# compilers open, bound from this machine's), the image's environment and HOME.
 IMAGE_ENV=(
     PATH=/usr/local/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
     CHARTREG_CACHE=/var/cache/chartreg
 )
 in_root() {
-    unshare --net --mount --fork -- sh -c '
-        set -e
-        root=$1
-        shift
-        mount -t proc proc "$root/proc"
-        mount -t tmpfs -o mode=0755,size=1m dev "$root/dev"
-        for node in null zero full random urandom; do
-            touch "$root/dev/$node"
-            mount --bind "/dev/$node" "$root/dev/$node"
-        done
-        ln -s /proc/self/fd "$root/dev/fd"
-        exec chroot "$root" /usr/bin/env -i "$@"
-    ' sh "$R" "${IMAGE_ENV[@]}" HOME=/root "$@"
+    unshare --net --mount --fork -- "$ROOT/scripts/in-root.sh" "$R" "${IMAGE_ENV[@]}" HOME=/root "$@"
 }
 
 # -- 2. The Rust toolchain ------------------------------------------------------------------------

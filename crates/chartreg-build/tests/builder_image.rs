@@ -161,22 +161,14 @@ struct Container<'a> {
 }
 
 impl Container<'_> {
-    /// `ARGS` in the root: new mount and network namespaces, /proc, a /dev of the nodes
-    /// compilers open, the image's environment and HOME only. The mounts end with the namespace.
+    /// `ARGS` in the root: new mount and network namespaces, then `scripts/in-root.sh` (/proc,
+    /// a /dev of the nodes compilers open), the image's environment and HOME only, as
+    /// make-builder-image.sh runs its checks.
     fn run(&self, args: &[&str]) -> Output {
-        let script = r#"set -e
-root=$1
-shift
-mount -t proc proc "$root/proc"
-mount -t tmpfs -o mode=0755,size=1m dev "$root/dev"
-for node in null zero full random urandom; do
-    touch "$root/dev/$node"
-    mount --bind "/dev/$node" "$root/dev/$node"
-done
-ln -s /proc/self/fd "$root/dev/fd"
-exec chroot "$root" /usr/bin/env -i "$@""#;
+        let script = root().join("scripts/in-root.sh");
         Command::new(self.unshare)
-            .args(["--net", "--mount", "--fork", "--", "sh", "-c", script, "sh"])
+            .args(["--net", "--mount", "--fork", "--"])
+            .arg(script)
             .arg(self.root)
             .args(&self.env)
             .arg("HOME=/root")
