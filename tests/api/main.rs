@@ -9,10 +9,12 @@ mod blobs;
 mod common;
 mod listings;
 mod manifests;
+mod namespaces;
 mod pages;
 mod referrers;
 mod requests;
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 

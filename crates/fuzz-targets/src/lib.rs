@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use chartreg_core::content::{BuildFile, Description, HeldFile, Registry};
 use chartreg_core::oci::layout::{Descriptor, ImageIndex, ImageManifest, Platform};
-use chartreg_core::oci::{Digest, Reference, RepositoryName, Tag, media_type};
+use chartreg_core::oci::{Digest, Namespace, Reference, RepositoryName, Tag, media_type};
 use chartreg_core::tree::{Files, LayoutBuilder};
 
 /// A fuzz target: arbitrary bytes in, a panic if anything is wrong.
@@ -48,7 +48,7 @@ fn text(data: &[u8]) -> String {
     String::from_utf8_lossy(data).into_owned()
 }
 
-/// The first byte picks the method; the rest is the path.
+/// The first byte picks the method; the rest is the path, and after a `?` the query.
 pub fn route(data: &[u8]) {
     use actix_web::http::Method;
     let Some((&first, rest)) = data.split_first() else {
@@ -62,7 +62,9 @@ pub fn route(data: &[u8]) {
         Method::DELETE,
     ];
     let method = &methods[usize::from(first) % methods.len()];
-    let routed = chartreg::http::route(method, &text(rest));
+    let target = text(rest);
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let routed = chartreg::http::route(method, path, query);
     let _ = format!("{routed:?}");
 }
 
@@ -74,6 +76,14 @@ pub fn parsers(data: &[u8]) {
             name.as_str().parse::<RepositoryName>().as_ref(),
             Ok(&name),
             "names round-trip"
+        );
+    }
+    if let Ok(namespace) = s.parse::<Namespace>() {
+        assert_eq!(
+            Namespace::of_component(&namespace.component()).as_ref(),
+            (namespace.as_str().contains(['.', ':']) || namespace.as_str() == "localhost")
+                .then_some(&namespace),
+            "a namespace's path component names it"
         );
     }
     if let Ok(tag) = s.parse::<Tag>() {

@@ -35,15 +35,17 @@ mod kinds;
 mod listing;
 mod load;
 mod maps;
+mod namespaces;
 mod problem;
 
 use bytes::Bytes;
 use bytestring::ByteString;
 
 use crate::oci::layout::Descriptor;
-use crate::oci::{Digest, Reference, RepositoryName};
+use crate::oci::{Digest, Namespace, Reference, RepositoryName};
 
 use maps::{HashMap, Sha256Map};
+use namespaces::Namespaces;
 
 pub use description::Description;
 pub use document::{Document, Unreadable};
@@ -79,6 +81,27 @@ pub enum Error {
         name: RepositoryName,
         digest: Digest,
     },
+    /// `?ns=` named a registry this content holds no image of.
+    #[error(
+        "repository `{name}` is not known: this registry holds no images of registry `{namespace}` (it holds {})",
+        namespaces::listed(held)
+    )]
+    NamespaceUnknown {
+        name: RepositoryName,
+        namespace: Namespace,
+        held: Vec<Namespace>,
+    },
+    /// A path held for several registries, asked for without `?ns=`.
+    #[error(
+        "repository `{name}` is held for {} registries: {}; ask with `?ns=REGISTRY` or by the full name",
+        candidates.len(),
+        namespaces::candidates(candidates)
+    )]
+    Ambiguous {
+        name: RepositoryName,
+        /// Each namespace holding it, with the repository's full name.
+        candidates: Vec<(Namespace, String)>,
+    },
 }
 
 /// A manifest as stored: exact bytes, the media type its descriptor gave, its digest.
@@ -104,6 +127,9 @@ pub struct Blob {
 #[derive(Debug)]
 pub struct Repository {
     name: RepositoryName,
+    /// The registry the repository's images came from and the path within it, when its first
+    /// path component names one (see module `namespaces`).
+    namespace: Option<(Namespace, String)>,
     /// Each tag's manifest, by its hash.
     tags: HashMap<String, [u8; 32]>,
     /// The unprefixed forms of charts' `v` tags, listed beside them (see
@@ -122,8 +148,10 @@ pub struct Repository {
 
 impl Repository {
     fn new(name: RepositoryName) -> Self {
+        let namespace = Namespace::split(name.as_str()).map(|(ns, path)| (ns, path.to_owned()));
         Repository {
             name,
+            namespace,
             tags: HashMap::default(),
             unprefixed: HashMap::default(),
             tag_list: Listing::default(),
@@ -136,6 +164,14 @@ impl Repository {
 
     pub fn name(&self) -> &str {
         self.name.as_str()
+    }
+
+    /// The upstream registry this repository's images came from, and the path within it (as
+    /// the registry names it), when the content keeps it.
+    pub fn namespace(&self) -> Option<(&Namespace, &str)> {
+        self.namespace
+            .as_ref()
+            .map(|(ns, path)| (ns, path.as_str()))
     }
 
     /// The manifest a tag points at, or the manifest with a digest. A tag that does not exist
@@ -269,6 +305,8 @@ pub struct Registry {
     /// Repository names, sorted by byte order, as the catalog (`{"repositories":[…]}`) lists
     /// them.
     catalog: Listing,
+    /// The namespaced repositories by their path within the namespace.
+    namespaces: Namespaces,
     summary: Summary,
 }
 
@@ -306,6 +344,7 @@ impl Registry {
         names.sort_unstable();
         Registry {
             repositories: by_name,
+            namespaces: Namespaces::of(names.iter().map(String::as_str)),
             catalog: Listing::catalog(names),
             summary,
         }
@@ -330,11 +369,40 @@ impl Registry {
         Ok(Self::from_facts(&Bytes::from(facts), &files)?)
     }
 
+    /// The repository named `name` exactly.
     #[inline]
     pub fn repository(&self, name: &RepositoryName) -> Result<&Repository, Error> {
         self.repositories
             .get(name.as_str())
             .ok_or_else(|| Error::NameUnknown(name.clone()))
+    }
+
+    /// The repository a request names: `name` in the upstream registry `namespace` (`?ns=`),
+    /// or without one `name` exactly, else the one registry's repository whose path it is
+    /// (see module `namespaces`).
+    #[inline]
+    pub fn resolve(
+        &self,
+        name: &RepositoryName,
+        namespace: Option<&Namespace>,
+    ) -> Result<&Repository, Error> {
+        let full = match namespace {
+            None => match self.repositories.get(name.as_str()) {
+                Some(exact) => return Ok(exact),
+                None => self.namespaces.only(name)?,
+            },
+            Some(namespace) => self
+                .namespaces
+                .within(name, namespace, |full| self.repositories.contains_key(full))?,
+        };
+        self.repositories
+            .get(full)
+            .ok_or_else(|| Error::NameUnknown(name.clone()))
+    }
+
+    /// The upstream registries whose images this content holds, sorted.
+    pub fn namespaces(&self) -> &[Namespace] {
+        self.namespaces.held()
     }
 
     /// Every repository name, sorted by byte order, ready to be paged.

@@ -14,11 +14,13 @@ pub mod gojson;
 pub mod layout;
 pub mod media_type;
 mod name;
+mod namespace;
 mod tag;
 pub mod version;
 
 pub use digest::{Digest, DigestError, decode_sha256, sha256};
 pub use name::{NameError, RepositoryName};
+pub use namespace::{Namespace, NamespaceError};
 pub use tag::{Tag, TagError};
 
 use std::fmt;

@@ -7,17 +7,20 @@ use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder};
 
 use super::headers::{none_match, shared_value};
 use super::range::{self, Selection};
+use super::routes::Target;
 use super::{ApiError, DIGEST, IMMUTABLE, body};
 use chartreg_core::content::{Blob, Registry};
-use chartreg_core::oci::{Digest, RepositoryName};
+use chartreg_core::oci::Digest;
 
 pub(super) fn get(
     req: &HttpRequest,
     registry: &Registry,
-    name: &RepositoryName,
+    target: &Target,
     digest: &Digest,
 ) -> Result<HttpResponse, ApiError> {
-    let blob = registry.repository(name)?.blob(digest)?;
+    let blob = registry
+        .resolve(&target.name, target.namespace.as_ref())?
+        .blob(digest)?;
     let size = blob.data.len() as u64;
     let etag = &blob.quoted_digest;
     if none_match(req, etag) {

@@ -7,7 +7,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use std::sync::Arc;
 
-use chartreg_core::oci::{DigestError, NameError, ReferenceError};
+use chartreg_core::oci::{DigestError, NameError, NamespaceError, ReferenceError};
 use chartreg_core::{content, json};
 
 use super::pagination::PageQueryError;
@@ -57,6 +57,11 @@ pub enum ApiError {
     Pagination(#[from] PageQueryError),
     #[error("invalid referrers query: {0}")]
     ReferrersQuery(serde_urlencoded::de::Error),
+    #[error("invalid query: {0}")]
+    NamespaceQuery(serde_urlencoded::de::Error),
+    /// `?ns=` that names no registry host.
+    #[error("invalid `ns`: {0}")]
+    NamespaceInvalid(#[from] NamespaceError),
     #[error("range not satisfiable for a blob of {size} bytes")]
     RangeNotSatisfiable { size: u64 },
     #[error("this registry is read-only: {0} is not supported")]
@@ -107,14 +112,20 @@ impl From<ReferenceError> for ApiError {
 impl ApiError {
     pub fn code(&self) -> ErrorCode {
         match self {
-            ApiError::Content(content::Error::NameUnknown(_)) => ErrorCode::NameUnknown,
+            ApiError::Content(
+                content::Error::NameUnknown(_)
+                | content::Error::NamespaceUnknown { .. }
+                | content::Error::Ambiguous { .. },
+            ) => ErrorCode::NameUnknown,
             ApiError::Content(content::Error::ManifestUnknown { .. }) => ErrorCode::ManifestUnknown,
             ApiError::Content(content::Error::BlobUnknown { .. }) => ErrorCode::BlobUnknown,
             ApiError::NameInvalid(_) => ErrorCode::NameInvalid,
             ApiError::DigestInvalid(_) => ErrorCode::DigestInvalid,
             ApiError::TagInvalid(_) => ErrorCode::ManifestUnknown,
             ApiError::Pagination(_) => ErrorCode::PaginationNumberInvalid,
-            ApiError::ReferrersQuery(_) => ErrorCode::QueryInvalid,
+            ApiError::ReferrersQuery(_)
+            | ApiError::NamespaceQuery(_)
+            | ApiError::NamespaceInvalid(_) => ErrorCode::QueryInvalid,
             ApiError::RangeNotSatisfiable { .. } => ErrorCode::RangeInvalid,
             ApiError::MethodNotAllowed(_) | ApiError::NoRoute(_) => ErrorCode::Unsupported,
             ApiError::HeadersTooLarge(_) => ErrorCode::RequestHeaderFieldsTooLarge,
@@ -149,7 +160,9 @@ impl ResponseError for ApiError {
             ApiError::NameInvalid(_)
             | ApiError::DigestInvalid(_)
             | ApiError::Pagination(_)
-            | ApiError::ReferrersQuery(_) => StatusCode::BAD_REQUEST,
+            | ApiError::ReferrersQuery(_)
+            | ApiError::NamespaceQuery(_)
+            | ApiError::NamespaceInvalid(_) => StatusCode::BAD_REQUEST,
             ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,

@@ -8,8 +8,9 @@ use bytes::Bytes;
 
 use super::ApiError;
 use super::pagination::{self, PageQuery};
+use super::routes::Target;
 use chartreg_core::content::{Listing, Registry};
-use chartreg_core::oci::RepositoryName;
+use chartreg_core::oci::Namespace;
 
 /// A 200 with JSON made beforehand.
 pub(super) fn json_bytes(data: Bytes) -> HttpResponse {
@@ -28,21 +29,26 @@ pub(super) fn base() -> HttpResponse {
 
 /// `GET /v2/_catalog?n=&last=`
 pub(super) fn catalog(req: &HttpRequest, registry: &Registry) -> Result<HttpResponse, ApiError> {
-    page(req, registry.catalog())
+    page(req, registry.catalog(), None)
 }
 
 /// `GET /v2/<name>/tags/list?n=&last=`
 pub(super) fn tags(
     req: &HttpRequest,
     registry: &Registry,
-    name: &RepositoryName,
+    target: &Target,
 ) -> Result<HttpResponse, ApiError> {
-    page(req, registry.repository(name)?.tag_list())
+    let repository = registry.resolve(&target.name, target.namespace.as_ref())?;
+    page(req, repository.tag_list(), target.namespace.as_ref())
 }
 
 /// A page of `listing` as the query string asks (all of it without one), with a `Link` to the
-/// next page when there is one.
-fn page(req: &HttpRequest, listing: &Listing) -> Result<HttpResponse, ApiError> {
+/// next page when there is one (in the same `namespace`).
+fn page(
+    req: &HttpRequest,
+    listing: &Listing,
+    namespace: Option<&Namespace>,
+) -> Result<HttpResponse, ApiError> {
     let names = listing.names();
     if req.query_string().is_empty() {
         return Ok(json_bytes(listing.page(0..names.len())));
@@ -54,7 +60,7 @@ fn page(req: &HttpRequest, listing: &Listing) -> Result<HttpResponse, ApiError> 
         page.n,
         range.end.checked_sub(1).and_then(|i| names.get(i)),
     ) {
-        (true, Some(n), Some(last)) => Some(pagination::next_link(req.path(), n, last)),
+        (true, Some(n), Some(last)) => Some(pagination::next_link(req.path(), n, last, namespace)),
         _ => None,
     };
     let mut response = json_bytes(listing.page(range));

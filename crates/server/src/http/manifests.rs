@@ -7,17 +7,20 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::headers::{none_match, shared_value};
+use super::routes::Target;
 use super::{ApiError, DIGEST, IMMUTABLE, REVALIDATE};
 use chartreg_core::content::Registry;
-use chartreg_core::oci::{Reference, RepositoryName};
+use chartreg_core::oci::Reference;
 
 pub(super) fn get(
     req: &HttpRequest,
     registry: &Registry,
-    name: &RepositoryName,
+    target: &Target,
     reference: &Reference,
 ) -> Result<HttpResponse, ApiError> {
-    let manifest = registry.repository(name)?.manifest(reference)?;
+    let manifest = registry
+        .resolve(&target.name, target.namespace.as_ref())?
+        .manifest(reference)?;
     let cache_control = match reference {
         Reference::Digest(_) => IMMUTABLE,
         Reference::Tag(_) => REVALIDATE,

@@ -72,7 +72,7 @@ pub use error::{ALLOWED_METHODS, ApiError, ErrorCode, error_body};
 pub use operations::metrics_app;
 pub use pagination::PageQuery;
 pub use range::{RangeSpec, Selection};
-pub use routes::{Endpoint, LABELS, Operation, Route, Routed, WebRoute, route};
+pub use routes::{Endpoint, LABELS, Operation, Route, Routed, Target, WebRoute, route};
 
 /// `Docker-Distribution-API-Version`, on every answer (see `observe`).
 pub const API_VERSION_HEADER: header::HeaderName =
@@ -80,6 +80,8 @@ pub const API_VERSION_HEADER: header::HeaderName =
 pub const API_VERSION: &str = "registry/2.0";
 /// `Docker-Content-Digest`, as a header name made once.
 pub const DIGEST: header::HeaderName = header::HeaderName::from_static("docker-content-digest");
+/// `OCI-Namespace`: the upstream registry (`?ns=`) a request was answered for.
+pub const NAMESPACE: header::HeaderName = header::HeaderName::from_static("oci-namespace");
 /// `OCI-Filters-Applied`, sent when the referrers list was filtered.
 pub const FILTERS_APPLIED: header::HeaderName =
     header::HeaderName::from_static("oci-filters-applied");
@@ -162,16 +164,26 @@ pub fn app_with(registry: Registered, ops: web::Data<Ops>) -> application!() {
         .default_service(web::to(api))
 }
 
-/// Every request: the route the middleware parsed, answered by its family's handler.
+/// Every request: the route the middleware parsed, answered by its family's handler. An
+/// answer to a request scoped by `?ns=` says so in `OCI-Namespace`, errors included.
 async fn api(req: HttpRequest, registry: Registered) -> Result<HttpResponse, ApiError> {
-    match routes::take(&req)? {
+    let answer = |route| match route {
         Route::Base => Ok(listings::base()),
         Route::Catalog => listings::catalog(&req, &registry),
-        Route::Tags(name) => listings::tags(&req, &registry, &name),
-        Route::Manifest(name, reference) => manifests::get(&req, &registry, &name, &reference),
-        Route::Blob(name, digest) => blobs::get(&req, &registry, &name, &digest),
-        Route::Referrers(name, subject) => referrers::get(&req, &registry, &name, &subject),
+        Route::Tags(target) => listings::tags(&req, &registry, &target),
+        Route::Manifest(target, reference) => manifests::get(&req, &registry, &target, &reference),
+        Route::Blob(target, digest) => blobs::get(&req, &registry, &target, &digest),
+        Route::Referrers(target, subject) => referrers::get(&req, &registry, &target, &subject),
         Route::Operation(operation) => operations::answer(&req, operation),
         Route::Web(route) => pages::get(&req, &registry, &route),
+    };
+    let route = routes::take(&req)?;
+    let Some(namespace) = route.namespace().cloned() else {
+        return answer(route);
+    };
+    let mut response = answer(route).unwrap_or_else(HttpResponse::from_error);
+    if let Ok(value) = header::HeaderValue::from_str(namespace.as_str()) {
+        response.headers_mut().insert(NAMESPACE, value);
     }
+    Ok(response)
 }

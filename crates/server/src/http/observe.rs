@@ -162,7 +162,8 @@ where
 
     fn call(&self, req: ServiceRequest) -> Self::Future {
         let at = Instant::now();
-        let endpoint = routes::route(req.method(), req.path()).carry(req.request());
+        let endpoint =
+            routes::route(req.method(), req.path(), req.query_string()).carry(req.request());
         let ops = endpoint.and_then(|e| Some((e, req.app_data::<web::Data<Ops>>()?.clone())));
         let Some((endpoint, ops)) = ops else {
             return Observing {

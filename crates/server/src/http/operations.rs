@@ -51,7 +51,7 @@ async fn only_metrics(
     req: HttpRequest,
     metrics: web::Data<Metrics>,
 ) -> Result<HttpResponse, ApiError> {
-    match routes::route(req.method(), req.path()).route {
+    match routes::route(req.method(), req.path(), "").route {
         Ok(Route::Operation(Operation::Metrics)) => Ok(metrics_response(&metrics)),
         _ => Err(ApiError::NoRoute(req.path().to_owned())),
     }

@@ -10,6 +10,8 @@ use std::ops::Range;
 
 use serde::Deserialize;
 
+use chartreg_core::oci::Namespace;
+
 /// Validated pagination parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageQuery {
@@ -59,9 +61,13 @@ impl PageQuery {
     }
 }
 
-/// The `Link` header value for the page after one ending with `last`.
-pub fn next_link(path: &str, n: usize, last: &str) -> String {
-    format!("<{path}?n={n}&last={last}>; rel=\"next\"")
+/// The `Link` header value for the page after one ending with `last`, in `namespace` when the
+/// request named one.
+pub fn next_link(path: &str, n: usize, last: &str, namespace: Option<&Namespace>) -> String {
+    match namespace {
+        Some(ns) => format!("<{path}?n={n}&last={last}&ns={ns}>; rel=\"next\""),
+        None => format!("<{path}?n={n}&last={last}>; rel=\"next\""),
+    }
 }
 
 #[cfg(test)]
@@ -117,10 +123,19 @@ mod tests {
     }
 
     #[test]
-    fn link_is_relative() {
+    fn link_is_relative_and_keeps_the_namespace() {
         assert_eq!(
-            next_link("/v2/charts/hello/tags/list", 2, "0.2.0"),
+            next_link("/v2/charts/hello/tags/list", 2, "0.2.0", None),
             "</v2/charts/hello/tags/list?n=2&last=0.2.0>; rel=\"next\""
+        );
+        assert_eq!(
+            next_link(
+                "/v2/x/tags/list",
+                2,
+                "v1",
+                Some(&"a.io:5000".parse().unwrap())
+            ),
+            "</v2/x/tags/list?n=2&last=v1&ns=a.io:5000>; rel=\"next\""
         );
     }
 }

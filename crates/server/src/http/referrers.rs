@@ -6,10 +6,11 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
+use super::routes::Target;
 use super::{ApiError, FILTERS_APPLIED};
 use chartreg_core::content::Registry;
 use chartreg_core::oci::layout::{Annotations, Descriptor};
-use chartreg_core::oci::{Digest, RepositoryName, media_type};
+use chartreg_core::oci::{Digest, media_type};
 
 #[derive(Deserialize)]
 struct Query {
@@ -30,13 +31,13 @@ struct ReferrersIndex<'a> {
 pub(super) fn get(
     req: &HttpRequest,
     registry: &Registry,
-    name: &RepositoryName,
+    target: &Target,
     subject: &Digest,
 ) -> Result<HttpResponse, ApiError> {
     let query: Query =
         serde_urlencoded::from_str(req.query_string()).map_err(ApiError::ReferrersQuery)?;
     let artifact_type = query.artifact_type.filter(|t| !t.is_empty());
-    let repository = registry.repository(name)?;
+    let repository = registry.resolve(&target.name, target.namespace.as_ref())?;
     let index = ReferrersIndex {
         schema_version: 2,
         media_type: media_type::OCI_INDEX,

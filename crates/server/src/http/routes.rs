@@ -19,8 +19,10 @@ use actix_web::HttpMessage;
 use actix_web::HttpRequest;
 use actix_web::http::Method;
 
+use serde::Deserialize;
+
 use super::ApiError;
-use chartreg_core::oci::{Digest, Reference, ReferenceError, RepositoryName};
+use chartreg_core::oci::{Digest, Namespace, Reference, ReferenceError, RepositoryName};
 
 /// What metrics count a request under: the registry endpoints, and everything else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,17 +160,72 @@ impl WebRoute {
     }
 }
 
+/// The repository a request names: the name in its path, and the upstream registry a mirror
+/// client names with `?ns=` (the distribution spec's "Registry Proxying").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub name: RepositoryName,
+    pub namespace: Option<Namespace>,
+}
+
+#[derive(Deserialize)]
+struct NamespaceQuery {
+    ns: Option<String>,
+}
+
+impl Target {
+    /// `name` from the path and `ns` from `query` (most requests have no query: nothing is
+    /// parsed for them). An empty `ns=` is none.
+    fn parse(name: &str, query: &str) -> Result<Target, ApiError> {
+        let name = name.parse()?;
+        if query.is_empty() {
+            return Ok(Target {
+                name,
+                namespace: None,
+            });
+        }
+        let asked: NamespaceQuery =
+            serde_urlencoded::from_str(query).map_err(ApiError::NamespaceQuery)?;
+        let namespace = match asked.ns.filter(|ns| !ns.is_empty()) {
+            Some(ns) => Some(ns.parse()?),
+            None => None,
+        };
+        Ok(Target { name, namespace })
+    }
+
+    /// `name` without a namespace (tests and tools).
+    pub fn named(name: RepositoryName) -> Target {
+        Target {
+            name,
+            namespace: None,
+        }
+    }
+}
+
 /// A request the server answers, its parts validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     Base,
     Catalog,
-    Tags(RepositoryName),
-    Manifest(RepositoryName, Reference),
-    Blob(RepositoryName, Digest),
-    Referrers(RepositoryName, Digest),
+    Tags(Target),
+    Manifest(Target, Reference),
+    Blob(Target, Digest),
+    Referrers(Target, Digest),
     Operation(Operation),
     Web(WebRoute),
+}
+
+impl Route {
+    /// The upstream registry the request names with `?ns=`, if any.
+    pub fn namespace(&self) -> Option<&Namespace> {
+        match self {
+            Route::Tags(target)
+            | Route::Manifest(target, _)
+            | Route::Blob(target, _)
+            | Route::Referrers(target, _) => target.namespace.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 /// A request as [`route`] parsed it.
@@ -245,17 +302,19 @@ impl<'a> Shape<'a> {
         }
     }
 
-    /// The route, its parts validated in path order (the name first).
-    fn validate(self) -> Result<Route, ApiError> {
+    /// The route, its parts validated in path order (the name first, with the `ns` of
+    /// `query`).
+    fn validate(self, query: &str) -> Result<Route, ApiError> {
+        let target = |name| Target::parse(name, query);
         Ok(match self {
             Shape::Base => Route::Base,
             Shape::Catalog => Route::Catalog,
-            Shape::Tags(name) => Route::Tags(name.parse()?),
+            Shape::Tags(name) => Route::Tags(target(name)?),
             Shape::Manifest(name, reference) => {
-                Route::Manifest(name.parse()?, manifest_reference(reference)?)
+                Route::Manifest(target(name)?, manifest_reference(reference)?)
             }
-            Shape::Blob(name, digest) => Route::Blob(name.parse()?, digest.parse()?),
-            Shape::Referrers(name, digest) => Route::Referrers(name.parse()?, digest.parse()?),
+            Shape::Blob(name, digest) => Route::Blob(target(name)?, digest.parse()?),
+            Shape::Referrers(name, digest) => Route::Referrers(target(name)?, digest.parse()?),
         })
     }
 }
@@ -275,9 +334,9 @@ fn is_api(path: &str) -> bool {
     path == "/v2" || path.starts_with("/v2/")
 }
 
-/// What a request with `method` for `path` asks for. Only GET and HEAD are answered: other
-/// methods under `/v2` are 405, elsewhere 404, as unknown paths are.
-pub fn route(method: &Method, path: &str) -> Routed {
+/// What a request with `method` for `path` (and `query`, for `ns`) asks for. Only GET and
+/// HEAD are answered: other methods under `/v2` are 405, elsewhere 404, as unknown paths are.
+pub fn route(method: &Method, path: &str, query: &str) -> Routed {
     let read = matches!(*method, Method::GET | Method::HEAD);
     let no_route = || ApiError::NoRoute(path.to_owned());
     if let Some(operation) = Operation::of(path) {
@@ -310,7 +369,7 @@ pub fn route(method: &Method, path: &str) -> Routed {
     let shape = Shape::of(path);
     let route = match shape {
         _ if !read && is_api(path) => Err(ApiError::MethodNotAllowed(method.to_string())),
-        Some(shape) if read => shape.validate(),
+        Some(shape) if read => shape.validate(query),
         _ => Err(no_route()),
     };
     Routed {
@@ -357,8 +416,20 @@ mod tests {
         assert_eq!(Shape::of(path), expected);
     }
 
+    fn t(name: &str) -> Target {
+        Target::named(name.parse().unwrap())
+    }
+
+    fn in_ns(name: &str, ns: &str) -> Target {
+        Target {
+            name: name.parse().unwrap(),
+            namespace: Some(ns.parse().unwrap()),
+        }
+    }
+
     fn routed(method: Method, path: &str) -> (Option<&'static str>, Result<Route, ErrorCode>) {
-        let r = route(&method, path);
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let r = route(&method, path, query);
         (
             r.endpoint.map(Endpoint::label),
             r.route.map_err(|e| e.code()),
@@ -368,10 +439,37 @@ mod tests {
     #[rstest]
     #[case(Method::GET, "/v2/", Some("base"), Ok(Route::Base))]
     #[case(Method::HEAD, "/v2/_catalog", Some("catalog"), Ok(Route::Catalog))]
-    #[case(Method::GET, "/v2/a/tags/list", Some("tags"), Ok(Route::Tags("a".parse().unwrap())))]
-    #[case(Method::GET, "/v2/a/manifests/v1", Some("manifests"), Ok(Route::Manifest("a".parse().unwrap(), "v1".parse().unwrap())))]
-    #[case(Method::GET, "/v2/a/blobs/sha256:0000000000000000000000000000000000000000000000000000000000000000", Some("blobs"), Ok(Route::Blob("a".parse().unwrap(), "sha256:0000000000000000000000000000000000000000000000000000000000000000".parse().unwrap())))]
-    #[case(Method::GET, "/v2/a/referrers/sha256:0000000000000000000000000000000000000000000000000000000000000000", Some("referrers"), Ok(Route::Referrers("a".parse().unwrap(), "sha256:0000000000000000000000000000000000000000000000000000000000000000".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/tags/list", Some("tags"), Ok(Route::Tags(t("a"))))]
+    #[case(Method::GET, "/v2/a/manifests/v1", Some("manifests"), Ok(Route::Manifest(t("a"), "v1".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/blobs/sha256:0000000000000000000000000000000000000000000000000000000000000000", Some("blobs"), Ok(Route::Blob(t("a"), "sha256:0000000000000000000000000000000000000000000000000000000000000000".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/referrers/sha256:0000000000000000000000000000000000000000000000000000000000000000", Some("referrers"), Ok(Route::Referrers(t("a"), "sha256:0000000000000000000000000000000000000000000000000000000000000000".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/manifests/v1?ns=quay.io", Some("manifests"), Ok(Route::Manifest(in_ns("a", "quay.io"), "v1".parse().unwrap())))]
+    #[case(Method::HEAD, "/v2/a/b/manifests/v1?ns=127.0.0.1%3A5057", Some("manifests"), Ok(Route::Manifest(in_ns("a/b", "127.0.0.1:5057"), "v1".parse().unwrap())))]
+    #[case(
+        Method::GET,
+        "/v2/a/tags/list?n=1&ns=docker.io&last=x",
+        Some("tags"),
+        Ok(Route::Tags(in_ns("a", "docker.io")))
+    )]
+    #[case(
+        Method::GET,
+        "/v2/a/tags/list?n=1",
+        Some("tags"),
+        Ok(Route::Tags(t("a")))
+    )]
+    #[case(Method::GET, "/v2/a/manifests/v1?ns=", Some("manifests"), Ok(Route::Manifest(t("a"), "v1".parse().unwrap())))]
+    #[case(
+        Method::GET,
+        "/v2/a/manifests/v1?ns=a..b",
+        Some("manifests"),
+        Err(ErrorCode::QueryInvalid)
+    )]
+    #[case(
+        Method::GET,
+        "/v2/a/manifests/v1?ns=a.io&ns=b.io",
+        Some("manifests"),
+        Err(ErrorCode::QueryInvalid)
+    )]
     #[case(
         Method::GET,
         "/v2/A/manifests/v1",
@@ -390,7 +488,7 @@ mod tests {
         Some("manifests"),
         Err(ErrorCode::ManifestUnknown)
     )]
-    #[case(Method::GET, "/v2/a/manifests/1.2.3+build.7", Some("manifests"), Ok(Route::Manifest("a".parse().unwrap(), "1.2.3_build.7".parse().unwrap())))]
+    #[case(Method::GET, "/v2/a/manifests/1.2.3+build.7", Some("manifests"), Ok(Route::Manifest(t("a"), "1.2.3_build.7".parse().unwrap())))]
     #[case(
         Method::GET,
         "/v2/a/blobs/nope",
