@@ -11,6 +11,8 @@
 //!   - from: images/sample
 //!     repository: images/sample
 //!     tag: v1                 # optional: the one tag to take
+//!     namespace: quay.io      # optional: the upstream registry it came from; served as
+//!                             # quay.io/images/sample, and to nodes asking with ?ns=quay.io
 //! lock: chartreg.lock         # optional: what `chartreg-build fetch` took, checked, packed
 //! ```
 //!
@@ -20,6 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
+use chartreg_core::oci::{Namespace, NamespaceError};
 use serde::Deserialize;
 
 use crate::pack::{LayoutSpec, LayoutSpecError};
@@ -29,6 +32,12 @@ use crate::pack::{LayoutSpec, LayoutSpecError};
 pub enum Error {
     #[error(transparent)]
     File(#[from] crate::yaml_file::Error),
+    #[error("{}: layout {repository}: namespace: {source}", path.display())]
+    Namespace {
+        path: PathBuf,
+        repository: String,
+        source: NamespaceError,
+    },
     #[error("{}: layout {repository}: {source}", path.display())]
     Layout {
         path: PathBuf,
@@ -63,6 +72,10 @@ pub struct Layout {
     pub repository: String,
     #[serde(default)]
     pub tag: Option<String>,
+    /// The upstream registry the layout's images came from: the repository is served in its
+    /// namespace (`<registry>/<repository>`, see `Namespace`).
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 impl ContentFile {
@@ -89,9 +102,21 @@ impl ContentFile {
         self.layouts
             .iter()
             .map(|l| {
-                let target = match &l.tag {
-                    Some(tag) => format!("{}:{tag}", l.repository),
+                let repository = match &l.namespace {
+                    Some(namespace) => {
+                        let namespace: Namespace =
+                            namespace.parse().map_err(|source| Error::Namespace {
+                                path: path.to_owned(),
+                                repository: l.repository.clone(),
+                                source,
+                            })?;
+                        format!("{}/{}", namespace.component(), l.repository)
+                    }
                     None => l.repository.clone(),
+                };
+                let target = match &l.tag {
+                    Some(tag) => format!("{repository}:{tag}"),
+                    None => repository,
                 };
                 format!("{}={target}", l.from.display())
                     .parse()
@@ -128,6 +153,28 @@ mod tests {
         let specs = file.layout_specs(&path).unwrap();
         assert_eq!(specs[0].dir, dir.path().join("images/a"));
         assert_eq!(specs[0].tag.as_ref().unwrap().as_str(), "v1");
+
+        fs::write(
+            &path,
+            "layouts:\n  - from: a\n    repository: jetstack/x\n    namespace: 127.0.0.1:5057\n",
+        )
+        .unwrap();
+        let specs = ContentFile::read(&path)
+            .unwrap()
+            .layout_specs(&path)
+            .unwrap();
+        assert_eq!(specs[0].repository.as_str(), "127.0.0.1_5057/jetstack/x");
+        fs::write(
+            &path,
+            "layouts:\n  - from: a\n    repository: x\n    namespace: not a host\n",
+        )
+        .unwrap();
+        let e = ContentFile::read(&path)
+            .unwrap()
+            .layout_specs(&path)
+            .unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("layout x: namespace: `not a host`"), "{e}");
 
         fs::write(&path, "charts:\n  from: [charts]\n  prefx: x\n").unwrap();
         let e = ContentFile::read(&path).unwrap_err();

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use chartreg_core::oci::Digest;
 use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME};
+use chartreg_core::oci::{Digest, Namespace};
 use serde::{Deserialize, Serialize};
 
 use crate::pack::{LayoutSpec, LayoutSpecError};
@@ -48,7 +48,7 @@ pub enum Error {
         why: Box<Stale>,
         names_lists: bool,
     },
-    #[error("{}: `{key}` is not REGISTRY/REPOSITORY:TAG", path.display())]
+    #[error("{}: `{key}` is not REGISTRY/REPOSITORY:TAG (REGISTRY a host, with its port when it has one)", path.display())]
     ImageKey { path: PathBuf, key: String },
     #[error("{}: layout {layout} holds both {first} and {second}", path.display())]
     LayoutTwice {
@@ -161,6 +161,24 @@ pub struct LockedImage {
     pub layout: String,
 }
 
+/// The repository a locked image (`REGISTRY/PATH:TAG`) is served as, and its tag: the path
+/// in the registry's namespace (`quay.io/jetstack/cert-manager-controller`,
+/// `127.0.0.1_5057/nutanix/demo-app`: see `Namespace`), Docker Hub's one-component paths with
+/// its `library/` (`docker.io/nginx` is `docker.io/library/nginx`, as a node asks for it).
+pub fn served(key: &str) -> Option<(String, String)> {
+    let (registry, rest) = key.split_once('/')?;
+    let (path, tag) = rest.rsplit_once(':')?;
+    let namespace: Namespace = registry.parse().ok()?;
+    if path.is_empty() || tag.is_empty() {
+        return None;
+    }
+    let path = match namespace.as_str() {
+        "docker.io" if !path.contains('/') => format!("library/{path}"),
+        _ => path.to_owned(),
+    };
+    Some((format!("{}/{path}", namespace.component()), tag.to_owned()))
+}
+
 /// How the lock at `lock` names `path`: relative to the lock's folder, `/`-separated, with `..`
 /// where `path` lies outside it, whatever the current folder is, so that the lock reads the same
 /// on every machine and from every folder. Folders that exist are taken as they are on disk
@@ -240,7 +258,8 @@ impl Lock {
     }
 
     /// What pack takes from the lock at `path` (the content file's `lock:`): each chart
-    /// package, and each image layout as a repository named by its upstream path. Every file is
+    /// package, and each image layout as a repository named by its upstream registry and path
+    /// ([`served`]). Every file is
     /// checked against the lock first, so that a build serves exactly what was locked, or
     /// fails naming the entry; nothing here reaches the network.
     pub fn pack_inputs(path: &Path) -> Result<(Vec<PathBuf>, Vec<LayoutSpec>), Error> {
@@ -276,15 +295,13 @@ impl Lock {
             }
             charts.push(file);
         }
-        let mut layouts: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut layouts: BTreeMap<&str, String> = BTreeMap::new();
         for (key, image) in &lock.images {
-            let (repository, tag) = key
-                .split_once('/')
-                .and_then(|(_, rest)| rest.rsplit_once(':'))
-                .ok_or_else(|| Error::ImageKey {
-                    path: path.to_owned(),
-                    key: key.clone(),
-                })?;
+            let (repository, tag) = served(key).ok_or_else(|| Error::ImageKey {
+                path: path.to_owned(),
+                key: key.clone(),
+            })?;
+            let tag = tag.as_str();
             let dir = resolved(path, &image.layout);
             let file = dir.join(INDEX_FILE);
             let data = match std::fs::read(&file) {
@@ -317,13 +334,13 @@ impl Lock {
                     return Err(stale("image", key, why));
                 }
             }
-            match layouts.insert(image.layout.as_str(), repository) {
+            match layouts.insert(image.layout.as_str(), repository.clone()) {
                 Some(other) if other != repository => {
                     return Err(Error::LayoutTwice {
                         path: path.to_owned(),
                         layout: image.layout.clone(),
-                        first: other.to_owned(),
-                        second: repository.to_owned(),
+                        first: other,
+                        second: repository,
                     });
                 }
                 _ => {}
@@ -431,6 +448,23 @@ mod tests {
             resolved(&lock, "../charts/a.tgz"),
             top.join("addons/../charts/a.tgz")
         );
+    }
+
+    #[rstest::rstest]
+    #[case("quay.io/jetstack/cert-manager-controller:v1.16.1", Some(("quay.io/jetstack/cert-manager-controller", "v1.16.1")))]
+    #[case("127.0.0.1:5057/nutanix/demo-app:v1", Some(("127.0.0.1_5057/nutanix/demo-app", "v1")))]
+    #[case("docker.io/nginx:1.27", Some(("docker.io/library/nginx", "1.27")))]
+    #[case("docker.io/bitnami/nginx:1.27", Some(("docker.io/bitnami/nginx", "1.27")))]
+    #[case("ghcr.io/nginx:1.27", Some(("ghcr.io/nginx", "1.27")))]
+    #[case("quay.io/x", None)]
+    #[case("quay.io/:v1", None)]
+    #[case("not a host/x:v1", None)]
+    fn locked_images_are_served_in_their_registrys_namespace(
+        #[case] key: &str,
+        #[case] want: Option<(&str, &str)>,
+    ) {
+        let got = served(key);
+        assert_eq!(got.as_ref().map(|(r, t)| (r.as_str(), t.as_str())), want);
     }
 
     #[test]

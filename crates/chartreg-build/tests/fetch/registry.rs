@@ -621,3 +621,90 @@ fn an_oci_repository_over_tls_is_verified_with_the_ca_file_or_its_tls_verify() {
     assert!(unverified.status.success(), "{}", describe(&unverified));
     assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
 }
+
+/// Two upstream registries holding the same repository path with different images (the sample
+/// image in one, an image generated here in the other): both are fetched, packed and served,
+/// each in its registry's namespace. `?ns=` picks one and the answer says which; the full name
+/// picks one; the path alone is ambiguous and the error names both.
+#[test]
+fn the_same_path_in_two_registries_is_kept_apart() {
+    let (Some(a), Some(b)) = (Distribution::start(), Distribution::start()) else {
+        return;
+    };
+    let skopeo = common::tool("skopeo").expect("skopeo");
+    let copy = |from: String, to: String| {
+        let out = common::output_of(
+            Command::new(&skopeo).args([
+                "copy",
+                "--all",
+                "--preserve-digests",
+                "--dest-tls-verify=false",
+                &from,
+                &to,
+            ]),
+            "skopeo copy",
+        );
+        assert!(out.status.success(), "skopeo copy: {}", describe(&out));
+    };
+    copy(
+        format!("oci:{}:v1", sample_layout().display()),
+        format!("docker://{}/nutanix/demo-app:v1", a.host()),
+    );
+    let generated = common::generated_layout(
+        "demo-app",
+        "v1",
+        (
+            "application/vnd.oci.image.config.v1+json",
+            b"{\"architecture\":\"amd64\",\"os\":\"linux\"}",
+        ),
+        &[(
+            "application/vnd.oci.image.layer.v1.tar",
+            b"registry b's layer",
+        )],
+    );
+    let folder = tempfile::tempdir().expect("temp dir");
+    for file in &generated.files {
+        let path = folder.path().join(&*file.path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("create folder");
+        std::fs::write(&path, &file.data).expect("write file");
+    }
+    copy(
+        format!("oci:{}:v1", folder.path().join("demo-app").display()),
+        format!("docker://{}/nutanix/demo-app:v1", b.host()),
+    );
+
+    let work = Work::new();
+    work.write(
+        "images.yaml",
+        &format!(
+            "\"{}\":\n  images:\n    nutanix/demo-app: [v1]\n\"{}\":\n  images:\n    nutanix/demo-app: [v1]\n",
+            a.host(),
+            b.host()
+        ),
+    );
+    let out = work.fetch_ok(&["--images-file", "images.yaml", "--no-referrers"]);
+    assert!(out.contains("fetched 0 charts, 2 images"), "{out}");
+    let server = work.serve_locked();
+
+    let curl_bin = common::tool("curl").expect("curl");
+    let ask = |path: &str| curl(&curl_bin, "GET", &format!("{}{path}", server.url()), &[]);
+    for (upstream, digest) in [(&a, sample_v1()), (&b, generated.manifest_digest.clone())] {
+        let host = upstream.host();
+        let r = ask(&format!("/v2/nutanix/demo-app/manifests/v1?ns={host}"));
+        assert_eq!(r.status, 200, "{}", r.body_text());
+        assert_eq!(r.header("docker-content-digest"), Some(digest.as_str()));
+        assert_eq!(r.header("oci-namespace"), Some(host.as_str()));
+        let full = format!("{}/nutanix/demo-app", host.replace(':', "_"));
+        let r = ask(&format!("/v2/{full}/manifests/v1"));
+        assert_eq!(r.header("docker-content-digest"), Some(digest.as_str()));
+    }
+    assert_ne!(sample_v1(), generated.manifest_digest);
+
+    let r = ask("/v2/nutanix/demo-app/manifests/v1");
+    assert_eq!(r.status, 404);
+    let body = r.body_text();
+    assert!(
+        body.contains("NAME_UNKNOWN") && body.contains(&a.host()) && body.contains(&b.host()),
+        "{body}"
+    );
+}
