@@ -1,5 +1,5 @@
 //! The command line: `chartreg [serve]`, `chartreg ls`, `chartreg verify`,
-//! `chartreg addons-config`. (Content is made by the other
+//! `chartreg addons-config`, `chartreg mirror-config`. (Content is made by the other
 //! binary, `chartreg-build`.)
 //!
 //! `main` parses arguments (every `serve` flag also reads a `CHARTREG_*` variable), sets up
@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::logging::LogFormat;
 use crate::serve::{self, ServeOptions, StartupError};
 use crate::tls::TlsFiles;
-use crate::{addons, http, inspect};
+use crate::{addons, http, inspect, mirror_config};
 use chartreg_core::content::{Content, Registry};
 
 /// A read-only OCI registry serving the Helm charts built into it.
@@ -42,6 +42,47 @@ pub enum Command {
     Verify,
     /// Print the add-ons ConfigMap: which chart versions this binary serves, and where.
     AddonsConfig(AddonsArgs),
+    /// Write the files that make nodes pull the images this binary holds through it: a
+    /// containerd hosts.toml per upstream registry and a CRI-O drop-in.
+    MirrorConfig(MirrorArgs),
+}
+
+/// What `mirror-config` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MirrorFormat {
+    /// The files under --out: `<registry>/hosts.toml` (containerd's certs.d),
+    /// `registries.conf.d/50-chartreg.conf` (CRI-O), `certs.d/<mirror>/ca.crt`.
+    Files,
+    /// A Cluster API KubeadmConfigTemplate whose `files:` put them on nodes, on stdout.
+    Kubeadm,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MirrorArgs {
+    /// Where nodes reach chartreg: http(s)://HOST[:PORT].
+    #[arg(long)]
+    pub mirror_url: crate::mirror_config::MirrorUrl,
+    /// The PEM CA that signed chartreg's certificate, written beside each hosts.toml.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
+    /// Also `_default/hosts.toml`: every other registry asks chartreg first (containerd 1.7+).
+    #[arg(long)]
+    pub default: bool,
+    /// chartreg is each registry's only host: pulls never reach upstream.
+    #[arg(long)]
+    pub no_upstream_fallback: bool,
+    #[arg(long, value_enum, default_value_t = MirrorFormat::Files)]
+    pub format: MirrorFormat,
+    /// The folder to write the files into (`--format files`); `ctr images pull --hosts-dir`
+    /// and containerd's `config_path` read its top.
+    #[arg(long, required_if_eq("format", "files"))]
+    pub out: Option<PathBuf>,
+    /// The KubeadmConfigTemplate's name (`--format kubeadm`).
+    #[arg(long, default_value = "chartreg-mirror")]
+    pub name: String,
+    /// The KubeadmConfigTemplate's namespace (none: left to `kubectl apply -n`).
+    #[arg(long)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -183,7 +224,9 @@ pub fn main(
     let format = match &cli.command {
         Some(Command::Serve(args)) => args.log_format,
         None => cli.serve.log_format,
-        Some(Command::Ls(_) | Command::Verify | Command::AddonsConfig(_)) => LogFormat::Text,
+        Some(
+            Command::Ls(_) | Command::Verify | Command::AddonsConfig(_) | Command::MirrorConfig(_),
+        ) => LogFormat::Text,
     };
     crate::logging::init(format);
     let result = match cli.command {
@@ -192,6 +235,7 @@ pub fn main(
         Some(Command::Ls(args)) => ls(&args, content),
         Some(Command::Verify) => verify(content),
         Some(Command::AddonsConfig(args)) => addons_config(&args, content),
+        Some(Command::MirrorConfig(args)) => mirror_config(&args, content),
     };
     crate::logging::finish();
     match result {
@@ -218,6 +262,8 @@ enum CommandError {
     Mapping(#[from] addons::MappingError),
     #[error(transparent)]
     Addons(#[from] addons::AddonsError),
+    #[error(transparent)]
+    Mirror(#[from] mirror_config::MirrorError),
 }
 
 /// The registry the binary serves, from its facts and files (see `Registry::from_facts`).
@@ -277,6 +323,40 @@ fn addons_config(args: &AddonsArgs, content: impl FnOnce() -> Content) -> Result
     let entries = addons::entries(&registry, &request)?;
     let mut out = std::io::stdout().lock();
     match out.write_all(addons::config_map(&entries, &request).as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(CommandError::Listing),
+    }
+}
+
+fn mirror_config(args: &MirrorArgs, content: impl FnOnce() -> Content) -> Result<(), CommandError> {
+    let request = mirror_config::Request {
+        mirror: args.mirror_url.clone(),
+        ca: match &args.ca_file {
+            Some(path) => Some(mirror_config::read_ca(path)?),
+            None => None,
+        },
+        default: args.default,
+        no_upstream_fallback: args.no_upstream_fallback,
+    };
+    let registry = load(content)?;
+    let files = mirror_config::node_files(registry.namespaces(), &request)?;
+    let text = match (args.format, &args.out) {
+        (MirrorFormat::Files, Some(out)) => {
+            let written = mirror_config::write(out, &files)?;
+            let mut text = String::new();
+            for path in written {
+                text.push_str(&format!("wrote {}\n", path.display()));
+            }
+            text
+        }
+        // clap requires --out with --format files.
+        (MirrorFormat::Files, None) => String::new(),
+        (MirrorFormat::Kubeadm, _) => {
+            mirror_config::kubeadm_config_template(&files, &args.name, args.namespace.as_deref())?
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.map_err(CommandError::Listing),
     }

@@ -11,8 +11,9 @@
 //! - [`serve`] runs the HTTP server (its main listener built by [`listener`]; with [`tls`],
 //!   [`metrics`] and [`logging`]).
 //! - [`inspect`] lists what the binary holds and verifies it (`ls`, `verify`); [`addons`]
-//!   writes the add-ons ConfigMap of its charts (`addons-config`).
-//! - [`cli`] is the command line: `serve`, `ls`, `verify`, `addons-config`.
+//!   writes the add-ons ConfigMap of its charts (`addons-config`); [`mirror_config`] the files
+//!   that make nodes pull its images through it (`mirror-config`).
+//! - [`cli`] is the command line: `serve`, `ls`, `verify`, `addons-config`, `mirror-config`.
 //!
 //! Dependencies point one way: `cli` -> `serve` -> `listener` -> `http` -> `chartreg_core`;
 //! `http` -> `metrics`, `logging` (neither imports the other modules).
@@ -29,6 +30,7 @@ pub mod inspect;
 pub mod listener;
 pub mod logging;
 pub mod metrics;
+pub mod mirror_config;
 pub mod serve;
 pub mod tls;
 pub mod versions;
