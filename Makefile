@@ -88,7 +88,8 @@ builder-image: dist
 run: build
 	'$(BIN)' serve --listen $(LISTEN)
 
-# Helm 3.17 and 4.3 (into .tools/), skopeo, docker-registry and gnupg (Debian), when missing.
+# Helm 3.17 and 4.3 (into .tools/), skopeo, docker-registry, gnupg, containerd and the other
+# Debian packages the tests drive (scripts/install-tools.sh), when missing.
 tools:
 	scripts/install-tools.sh
 

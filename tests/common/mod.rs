@@ -1,6 +1,6 @@
 //! Shared by the integration tests: the committed content, chartreg on a real socket (the
 //! release binary as a process, or the library in-process over any content), and the external
-//! tools the tests drive.
+//! tools the tests drive, a node's containerd and upstream registries among them.
 //!
 //! `certs.rs`, `clients.rs`, `content.rs` and `in_process.rs` are used by the build tool's tests
 //! too: `crates/chartreg-build/tests/common` includes them by path (one copy of each). They take only
@@ -129,17 +129,23 @@ pub fn content_digest_of(bin: &Path) -> String {
 
 mod certs;
 mod clients;
+mod containerd;
 mod content;
 mod in_process;
 mod servers;
+mod upstreams;
 
 #[allow(unused_imports)]
 pub use certs::{LOOPBACK_NAME, LoopbackCert};
 #[allow(unused_imports)]
 pub use clients::*;
 #[allow(unused_imports)]
+pub use containerd::*;
+#[allow(unused_imports)]
 pub use content::*;
 #[allow(unused_imports)]
 pub use in_process::{Background, InProcess};
 #[allow(unused_imports)]
 pub use servers::*;
+#[allow(unused_imports)]
+pub use upstreams::*;
