@@ -571,11 +571,19 @@ fn listening_port(pid: u32) -> Option<u16> {
     })
 }
 
-impl Drop for Distribution {
-    fn drop(&mut self) {
+impl Distribution {
+    /// Stops the registry (its address stays known, and closed): what a test then pulls
+    /// cannot have come from it.
+    pub fn stop(&mut self) {
         // The script exec's the registry: this PID is the registry's own.
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Drop for Distribution {
+    fn drop(&mut self) {
+        self.stop();
         if thread::panicking() {
             eprintln!("--- distribution log ---\n{}", self.log());
         }

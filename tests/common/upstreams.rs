@@ -113,6 +113,12 @@ pub struct TwoUpstreams {
 }
 
 impl TwoUpstreams {
+    /// Stops both registries; what they held stays described.
+    pub fn stop(&mut self) {
+        self.a.registry.stop();
+        self.b.registry.stop();
+    }
+
     /// Starts both registries and fills them; `None` (the test is skipped) when distribution,
     /// curl or skopeo is missing (under `CI=true` the test fails instead).
     pub fn start() -> Option<TwoUpstreams> {

@@ -12,6 +12,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod nodes;
 
 use std::path::Path;
 use std::process::Command;

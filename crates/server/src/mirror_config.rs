@@ -215,7 +215,13 @@ fn hosts_toml(
             server: Some(mirror.to_owned()),
             capabilities: Some(PULL),
             ca,
-            host: BTreeMap::from([(mirror, HostEntry { capabilities: PULL, ca })]),
+            host: BTreeMap::from([(
+                mirror,
+                HostEntry {
+                    capabilities: PULL,
+                    ca,
+                },
+            )]),
         };
         ("only from chartreg: upstream is never asked", hosts)
     } else {
