@@ -227,3 +227,39 @@ async fn the_catalog_lists_full_names() {
         ])
     );
 }
+
+#[actix_web::test]
+async fn pages_show_the_registry_a_repository_came_from() {
+    let overview = String::from_utf8(ask("/").await.body.to_vec()).unwrap();
+    assert!(overview.contains("from quay.io"), "{overview}");
+    assert!(overview.contains("from 127.0.0.1:5058"), "{overview}");
+    let page = ask("/ui/127.0.0.1_5057/nutanix/demo-app").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = String::from_utf8(page.body.to_vec()).unwrap();
+    assert!(
+        html.contains("images of 127.0.0.1:5057")
+            && html.contains("Nodes pull it as <code>127.0.0.1:5057/nutanix/demo-app:v1</code>"),
+        "{html}"
+    );
+    let charts = String::from_utf8(ask("/ui/charts/x").await.body.to_vec()).unwrap();
+    assert!(!charts.contains("Nodes pull it as"), "{charts}");
+    let json = call(
+        registry().0,
+        Method::GET,
+        "/",
+        &[("Accept", "application/json")],
+    )
+    .await
+    .json();
+    let quay = json["repositories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "quay.io/jetstack/cert-manager")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        quay["upstream"],
+        json!({"registry": "quay.io", "path": "jetstack/cert-manager"})
+    );
+}

@@ -21,9 +21,21 @@ pub struct Overview {
 #[derive(Debug, Clone, Serialize)]
 pub struct RepositoryView {
     pub name: String,
+    /// The upstream registry its images came from, and their path there, when the content
+    /// keeps it: nodes pull them as `<registry>/<path>` through a mirror configuration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Upstream>,
     /// What its newest version is (`chart`, `image`, ...).
     pub kind: Kind,
     pub versions: Vec<VersionView>,
+}
+
+/// Where a repository's images came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Upstream {
+    /// `quay.io`, `127.0.0.1:5057`: what `?ns=` names.
+    pub registry: String,
+    pub path: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -229,6 +241,10 @@ fn repository_view(repository: &Repository) -> Result<RepositoryView, Unreadable
     versions.sort_by(|a, b| newest_first(&a.tag, &b.tag));
     Ok(RepositoryView {
         name: repository.name().to_owned(),
+        upstream: repository.namespace().map(|(registry, path)| Upstream {
+            registry: registry.to_string(),
+            path: path.to_owned(),
+        }),
         kind: versions.first().map_or(Kind::Other, |v| v.kind),
         versions,
     })

@@ -139,6 +139,7 @@ main{padding:1rem 2rem;max-width:72rem}\
 section{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:.8rem 1.2rem;margin:1rem 0}\
 h2{font-size:1.2rem;margin:.2rem 0 .6rem}h2 a{color:#0f3d5e}\
 .kind{font-size:.75rem;background:#e7eef5;border-radius:4px;padding:.1rem .4rem;margin-left:.5rem;vertical-align:middle}\
+.upstream{font-size:.75rem;color:#555;vertical-align:middle}\
 pre{background:#f0f3f6;padding:.5rem .8rem;border-radius:4px;overflow-x:auto;margin:.3rem 0}\
 table{border-collapse:collapse;width:100%;font-size:.9rem}\
 td,th{text-align:left;padding:.25rem .6rem .25rem 0;border-bottom:1px solid #eef1f4;vertical-align:top}\
@@ -213,6 +214,21 @@ fn commands(repository: &RepositoryView, version: &VersionView) -> Markup {
             pre { code { "helm pull oci://" (host) "/" (name) " --version " (chart_version) (flags) } }
         } @else {
             pre { code { "skopeo inspect" (PreEscaped(SKOPEO_TLS)) " docker://" (host) "/" (name) ":" (tag) } }
+            @if let Some(upstream) = &repository.upstream {
+                p {
+                    "Nodes pull it as " code { (clean(&upstream.registry)) "/" (clean(&upstream.path)) ":" (tag) }
+                    " through the files " code { "chartreg mirror-config" } " writes."
+                }
+            }
+        }
+    }
+}
+
+/// `from quay.io`, after the name of a repository kept for an upstream registry.
+fn upstream(repository: &RepositoryView) -> Markup {
+    html! {
+        @if let Some(upstream) = &repository.upstream {
+            " " span.upstream { "from " (clean(&upstream.registry)) }
         }
     }
 }
@@ -274,6 +290,7 @@ pub fn overview(overview: &Overview, prefixes: &[String]) -> Pieces {
                 h2 {
                     a href={ "/ui/" (clean(&repository.name)) } { (clean(&repository.name)) }
                     (kind(repository.kind))
+                    (upstream(repository))
                 }
                 @if let Some(newest) = newest_stable(repository) {
                     (commands(repository, newest))
@@ -301,6 +318,10 @@ pub fn repository(repository: &RepositoryView) -> Pieces {
     let summary = html! {
         (name) ", " (count(repository.versions.len(), "version", "versions")) ", served from "
         (PreEscaped(HOST))
+        @if let Some(upstream) = &repository.upstream {
+            "; images of " (clean(&upstream.registry)) ", pulled by nodes as "
+            code { (clean(&upstream.registry)) "/" (clean(&upstream.path)) }
+        }
     };
     let body = html! {
         @for v in &repository.versions {
@@ -415,6 +436,7 @@ mod tests {
             repositories: (0..repositories)
                 .map(|r| RepositoryView {
                     name: format!("images/r{r}"),
+                    upstream: None,
                     kind: Kind::Image,
                     versions: (0..versions).map(version).collect(),
                 })
