@@ -912,3 +912,70 @@ fn bad_shutdown_values_fail(#[values("helm3", "helm4")] name: &str, #[case] bad:
         text(&out)
     );
 }
+
+/// `mirrorConfig.enabled` adds to the NOTES the one command that writes the nodes' files for
+/// this release (`chartreg mirror-config ... --format kubeadm`, run in the pod), with the
+/// address nodes reach it at, cert-manager's CA, and the flags the values ask for; without
+/// `mirrorConfig.url` the install fails saying what to set.
+#[rstest]
+#[case::plain(
+    &["mirrorConfig.enabled=true", "mirrorConfig.url=http://10.0.0.5:30500"],
+    "kubectl -n registry exec deploy/demo-chartreg -- /chartreg mirror-config --mirror-url http://10.0.0.5:30500 --format kubeadm > chartreg-mirror.yaml"
+)]
+#[case::cert_manager_no_fallback(
+    &["mirrorConfig.enabled=true", "mirrorConfig.url=https://registry.example:443", "mirrorConfig.noUpstreamFallback=true", "mirrorConfig.default=true", "tls.enabled=true", "tls.certManager.enabled=true"],
+    "kubectl -n registry exec deploy/demo-chartreg -- /chartreg mirror-config --mirror-url https://registry.example:443 --ca-file /certs/ca.crt --no-upstream-fallback --default --format kubeadm > chartreg-mirror.yaml"
+)]
+fn mirror_config_notes_give_the_command_for_the_nodes(
+    #[values("helm3", "helm4")] name: &str,
+    #[case] sets: &[&str],
+    #[case] command: &str,
+) {
+    let Some(helm) = helm(name) else { return };
+    let printed = notes(name, &helm, sets);
+    assert!(
+        printed.lines().any(|l| l.trim() == command),
+        "{name} {sets:?}: `{command}` in:\n{printed}"
+    );
+    let without = notes(name, &helm, &[]);
+    assert!(!without.contains("mirror-config"), "{without}");
+}
+
+#[test]
+fn mirror_config_without_a_url_fails_saying_what_to_set() {
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = helm(name) else { continue };
+        let chart = chart();
+        let out = run(
+            &helm,
+            &[
+                "template",
+                "demo",
+                chart.to_str().unwrap(),
+                "--set",
+                "mirrorConfig.enabled=true",
+            ],
+        );
+        let said = text(&out);
+        assert!(!out.status.success(), "{name}: {said}");
+        assert!(
+            said.contains("mirrorConfig.enabled=true needs mirrorConfig.url"),
+            "{name}: {said}"
+        );
+        let out = run(
+            &helm,
+            &[
+                "template",
+                "demo",
+                chart.to_str().unwrap(),
+                "--set",
+                "mirrorConfig.url=chartreg:5000",
+            ],
+        );
+        assert!(
+            !out.status.success(),
+            "{name}: a URL without a scheme: {}",
+            text(&out)
+        );
+    }
+}

@@ -64,6 +64,9 @@ scheme's own. */}}
 {{- if and .Values.tls.certManager.enabled (not .Values.tls.enabled) -}}
 {{- fail "tls.certManager.enabled=true needs tls.enabled=true: cert-manager would make the secret tls.secretName, but chartreg serves HTTPS from it only with TLS on; set tls.enabled=true as well (or tls.certManager.enabled=false for plain HTTP)" -}}
 {{- end -}}
+{{- if and .Values.mirrorConfig.enabled (not .Values.mirrorConfig.url) -}}
+{{- fail "mirrorConfig.enabled=true needs mirrorConfig.url: the http(s)://HOST[:PORT] workload nodes reach this Service at (a LoadBalancer or NodePort address; the Service's DNS name does not resolve on nodes)" -}}
+{{- end -}}
 {{- range .Values.extraArgs -}}
 {{- if regexMatch "^--shutdown-(delay|timeout)(=|$)" . -}}
 {{- fail (printf "extraArgs has %q: set shutdown.delaySeconds and shutdown.timeoutSeconds instead (the chart passes --shutdown-delay and --shutdown-timeout from them, and the server refuses a flag given twice)" .) -}}
