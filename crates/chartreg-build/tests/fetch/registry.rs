@@ -707,4 +707,13 @@ fn the_same_path_in_two_registries_is_kept_apart() {
         body.contains("NAME_UNKNOWN") && body.contains(&a.host()) && body.contains(&b.host()),
         "{body}"
     );
+    // A registry the content holds nothing of: an OCI JSON 404 naming the ones it holds.
+    let r = ask("/v2/nutanix/demo-app/manifests/v1?ns=docker.io");
+    assert_eq!(r.status, 404);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("oci-namespace"), Some("docker.io"));
+    let error: serde_json::Value = serde_json::from_slice(&r.body).expect("JSON");
+    assert_eq!(error["errors"][0]["code"], "NAME_UNKNOWN");
+    let message = error["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("docker.io") && message.contains(&a.host()), "{message}");
 }

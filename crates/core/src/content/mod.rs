@@ -386,11 +386,24 @@ impl Registry {
         name: &RepositoryName,
         namespace: Option<&Namespace>,
     ) -> Result<&Repository, Error> {
+        if namespace.is_none()
+            && let Some(exact) = self.repositories.get(name.as_str())
+        {
+            return Ok(exact);
+        }
+        self.resolve_in_namespaces(name, namespace)
+    }
+
+    /// [`Registry::resolve`] when the name is not a repository's, or `?ns=` was given: kept
+    /// out of line, so that the common request (a name without `ns`) stays one lookup.
+    #[cold]
+    fn resolve_in_namespaces(
+        &self,
+        name: &RepositoryName,
+        namespace: Option<&Namespace>,
+    ) -> Result<&Repository, Error> {
         let full = match namespace {
-            None => match self.repositories.get(name.as_str()) {
-                Some(exact) => return Ok(exact),
-                None => self.namespaces.only(name)?,
-            },
+            None => self.namespaces.only(name)?,
             Some(namespace) => self
                 .namespaces
                 .within(name, namespace, |full| self.repositories.contains_key(full))?,
