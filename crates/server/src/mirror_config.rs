@@ -577,10 +577,13 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(quay["server"].as_str(), Some("http://10.0.0.5:5000"));
-        assert!(
-            quay.get("host").is_none() && quay.get("ca").is_none(),
-            "{quay}"
+        let hosts = quay["host"].as_table().unwrap();
+        assert_eq!(
+            hosts.keys().collect::<Vec<_>>(),
+            ["http://10.0.0.5:5000"],
+            "chartreg is the only host: {quay}"
         );
+        assert!(quay.get("ca").is_none(), "{quay}");
         let default: toml::Table = toml::from_str(text_of(
             &files,
             "/etc/containerd/certs.d/_default/hosts.toml",
