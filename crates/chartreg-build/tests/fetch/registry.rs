@@ -715,5 +715,8 @@ fn the_same_path_in_two_registries_is_kept_apart() {
     let error: serde_json::Value = serde_json::from_slice(&r.body).expect("JSON");
     assert_eq!(error["errors"][0]["code"], "NAME_UNKNOWN");
     let message = error["errors"][0]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("docker.io") && message.contains(&a.host()), "{message}");
+    assert!(
+        message.contains("docker.io") && message.contains(&a.host()),
+        "{message}"
+    );
 }
