@@ -4,29 +4,35 @@
 //!
 //! From the namespaces and a [`Request`] (the mirror's URL, its CA, whether to add `_default`,
 //! whether upstream stays reachable) come [`NodeFile`]s, each with its path on the node:
-//! - containerd (1.6, 1.7, 2.x): `/etc/containerd/certs.d/<registry>/hosts.toml`, chartreg as
-//!   the first `[host]` and the registry itself as `server`, or with `no_upstream_fallback`
-//!   chartreg as `server` and no other host, so nothing is ever asked of upstream. containerd
+//! - containerd (1.6, 1.7, 2.x; module `containerd`): `/etc/containerd/certs.d/<registry>/
+//!   hosts.toml`, chartreg as the `[host]` before the registry itself as `server`, or with
+//!   `no_upstream_fallback` chartreg as both, so nothing is ever asked of upstream. containerd
 //!   sends `?ns=<registry>` to a host that is not the registry, which chartreg resolves in that
 //!   registry's namespace. A CA is written beside each hosts.toml and named relative to it.
-//!   `_default` (containerd 1.7 and later) sends every other registry to chartreg too.
-//! - CRI-O and the other containers/image tools: one `registries.conf.d` drop-in, a
+//!   `_default` (read by containerd 1.6.20 too) sends every other registry to chartreg.
+//! - CRI-O and the other containers/image tools (module `crio`): one `registries.conf.d` drop-in, a
 //!   `[[registry]]` per registry with chartreg as its mirror under the path form
 //!   (`chartreg:5000/quay.io`: containers/image sends no `ns`), or as its location when
 //!   upstream must not be reached; the CA in `/etc/containers/certs.d/<mirror host>/ca.crt`.
 //!
 //! [`write`] lays them out under a folder (`--out`), the containerd ones at its top as
-//! `ctr --hosts-dir` and `config_path` read them; [`kubeadm_config_template`] gives them as the
+//! `ctr --hosts-dir` and `config_path` read them; [`kubeadm_config_template`] (module `kubeadm`)
+//! gives them as the
 //! `files:` of a Cluster API `KubeadmConfigTemplate`, which is how Cluster API puts files on
 //! the nodes it creates.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+mod containerd;
+mod crio;
+mod kubeadm;
+mod url;
 
-use actix_web::http::Uri;
+use std::path::{Path, PathBuf};
+
 use chartreg_core::oci::Namespace;
 use serde::Serialize;
+
+pub use kubeadm::kubeadm_config_template;
+pub use url::{MirrorUrl, MirrorUrlError};
 
 /// Where containerd reads registry hosts on a node (its CRI plugin's `config_path`).
 pub const CONTAINERD_DIR: &str = "/etc/containerd/certs.d";
@@ -38,63 +44,6 @@ pub const CONTAINERS_CERTS_DIR: &str = "/etc/containers/certs.d";
 const CA_FILE: &str = "chartreg-ca.crt";
 /// The CRI-O drop-in's file name.
 const DROP_IN: &str = "50-chartreg.conf";
-
-/// Where nodes reach chartreg: `http(s)://HOST[:PORT]`, nothing after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MirrorUrl {
-    /// `https://host:port`, as hosts.toml names it.
-    url: String,
-    /// `host:port` (the port only when the URL gives one), as registries.conf names it.
-    authority: String,
-    plain_http: bool,
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum MirrorUrlError {
-    #[error("`{0}` is not a URL: {1}")]
-    Unparsable(String, String),
-    #[error(
-        "`{0}`: the mirror URL is http:// or https://, followed by a host and an optional port"
-    )]
-    Scheme(String),
-    #[error(
-        "`{0}`: the mirror URL has nothing after the host and port (nodes add /v2/ themselves)"
-    )]
-    Path(String),
-    #[error("`{0}`: the mirror URL carries no user name or password")]
-    UserInfo(String),
-}
-
-impl FromStr for MirrorUrl {
-    type Err = MirrorUrlError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let uri: Uri = s.parse().map_err(|e: actix_web::http::uri::InvalidUri| {
-            MirrorUrlError::Unparsable(s.to_owned(), e.to_string())
-        })?;
-        let plain_http = match uri.scheme_str() {
-            Some("https") => false,
-            Some("http") => true,
-            _ => return Err(MirrorUrlError::Scheme(s.to_owned())),
-        };
-        let Some(authority) = uri.authority() else {
-            return Err(MirrorUrlError::Scheme(s.to_owned()));
-        };
-        if authority.as_str().contains('@') {
-            return Err(MirrorUrlError::UserInfo(s.to_owned()));
-        }
-        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
-            return Err(MirrorUrlError::Path(s.to_owned()));
-        }
-        let authority = authority.as_str().to_ascii_lowercase();
-        let scheme = if plain_http { "http" } else { "https" };
-        Ok(MirrorUrl {
-            url: format!("{scheme}://{authority}"),
-            authority,
-            plain_http,
-        })
-    }
-}
 
 /// What the command is asked for.
 #[derive(Debug, Clone)]
@@ -160,146 +109,11 @@ pub fn read_ca(path: &Path) -> Result<Vec<u8>, MirrorError> {
     Ok(pem)
 }
 
-/// hosts.toml, as containerd's `remotes/docker/config` reads it.
-#[derive(Serialize)]
-struct HostsToml<'a> {
-    /// Left out for `_default` with upstream: the registry asked for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    server: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    capabilities: Option<[&'static str; 2]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ca: Option<&'static str>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    host: BTreeMap<&'a str, HostEntry>,
-}
-
-#[derive(Serialize)]
-struct HostEntry {
-    capabilities: [&'static str; 2],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ca: Option<&'static str>,
-}
-
-const PULL: [&str; 2] = ["pull", "resolve"];
-
-/// Where a registry is reached when chartreg does not hold an image: Docker Hub's API host for
-/// `docker.io`, else the registry itself.
-fn upstream(namespace: &str) -> String {
-    match namespace {
-        "docker.io" => "https://registry-1.docker.io".to_owned(),
-        other => format!("https://{other}"),
-    }
-}
-
 fn toml_text(what: &str, value: &impl Serialize) -> Result<String, MirrorError> {
     toml::to_string(value).map_err(|source| MirrorError::Toml {
         what: what.to_owned(),
         source,
     })
-}
-
-/// The hosts.toml of `folder` (a registry, or `_default` with `upstream` none: the registry
-/// asked for).
-fn hosts_toml(
-    folder: &str,
-    upstream: Option<String>,
-    request: &Request,
-) -> Result<String, MirrorError> {
-    let ca = request.ca.as_ref().map(|_| CA_FILE);
-    let mirror = request.mirror.url.as_str();
-    let (comment, hosts) = if request.no_upstream_fallback {
-        // containerd 1.6 ignores a hosts.toml without a `[host]` table ("invalid `host`
-        // tree") and pulls from upstream: chartreg is also the one host.
-        let hosts = HostsToml {
-            server: Some(mirror.to_owned()),
-            capabilities: Some(PULL),
-            ca,
-            host: BTreeMap::from([(
-                mirror,
-                HostEntry {
-                    capabilities: PULL,
-                    ca,
-                },
-            )]),
-        };
-        ("only from chartreg: upstream is never asked", hosts)
-    } else {
-        let hosts = HostsToml {
-            server: upstream,
-            capabilities: None,
-            ca: None,
-            host: BTreeMap::from([(
-                mirror,
-                HostEntry {
-                    capabilities: PULL,
-                    ca,
-                },
-            )]),
-        };
-        ("from chartreg first, then from the registry", hosts)
-    };
-    let mut text =
-        format!("# Written by `chartreg mirror-config`: {folder} images are pulled {comment}.\n");
-    text.push_str(&toml_text(folder, &hosts)?);
-    Ok(text)
-}
-
-/// registries.conf (v2), as containers/image reads it.
-#[derive(Serialize)]
-struct RegistriesConf {
-    registry: Vec<RegistryEntry>,
-}
-
-#[derive(Serialize)]
-struct RegistryEntry {
-    prefix: String,
-    location: String,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    insecure: bool,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    mirror: Vec<MirrorEntry>,
-}
-
-#[derive(Serialize)]
-struct MirrorEntry {
-    location: String,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    insecure: bool,
-}
-
-fn registries_conf(namespaces: &[Namespace], request: &Request) -> Result<String, MirrorError> {
-    let mirror = &request.mirror;
-    let registry = namespaces
-        .iter()
-        .map(|ns| {
-            // The path form: containers/image names the repository after the location.
-            let served = format!("{}/{}", mirror.authority, ns.component());
-            if request.no_upstream_fallback {
-                RegistryEntry {
-                    prefix: ns.to_string(),
-                    location: served,
-                    insecure: mirror.plain_http,
-                    mirror: Vec::new(),
-                }
-            } else {
-                RegistryEntry {
-                    prefix: ns.to_string(),
-                    location: ns.to_string(),
-                    insecure: false,
-                    mirror: vec![MirrorEntry {
-                        location: served,
-                        insecure: mirror.plain_http,
-                    }],
-                }
-            }
-        })
-        .collect();
-    let mut text = String::from(
-        "# Written by `chartreg mirror-config`: CRI-O, podman and skopeo pull these registries' images from chartreg.\n",
-    );
-    text.push_str(&toml_text(DROP_IN, &RegistriesConf { registry })?);
-    Ok(text)
 }
 
 /// Every file a node needs to pull the images of `namespaces` through the mirror.
@@ -312,7 +126,7 @@ pub fn node_files(
     }
     let mut files = Vec::new();
     let mut containerd = |folder: &str, upstream: Option<String>| -> Result<(), MirrorError> {
-        let text = hosts_toml(folder, upstream, request)?;
+        let text = containerd::hosts_toml(folder, upstream, request)?;
         files.push(NodeFile {
             path: format!("{CONTAINERD_DIR}/{folder}/hosts.toml"),
             content: text.into_bytes(),
@@ -326,7 +140,10 @@ pub fn node_files(
         Ok(())
     };
     for namespace in namespaces {
-        containerd(namespace.as_str(), Some(upstream(namespace.as_str())))?;
+        containerd(
+            namespace.as_str(),
+            Some(containerd::upstream(namespace.as_str())),
+        )?;
     }
     if request.default {
         containerd("_default", None)?;
@@ -334,7 +151,7 @@ pub fn node_files(
     if !namespaces.is_empty() {
         files.push(NodeFile {
             path: format!("{REGISTRIES_DIR}/{DROP_IN}"),
-            content: registries_conf(namespaces, request)?.into_bytes(),
+            content: crio::registries_conf(namespaces, request)?.into_bytes(),
         });
         if let Some(ca) = &request.ca {
             files.push(NodeFile {
@@ -378,83 +195,9 @@ pub fn write(out: &Path, files: &[NodeFile]) -> Result<Vec<PathBuf>, MirrorError
     Ok(written)
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Template<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: Metadata<'a>,
-    spec: TemplateSpec<'a>,
-}
-
-#[derive(Serialize)]
-struct Metadata<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    namespace: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct TemplateSpec<'a> {
-    template: InnerTemplate<'a>,
-}
-
-#[derive(Serialize)]
-struct InnerTemplate<'a> {
-    spec: FilesSpec<'a>,
-}
-
-#[derive(Serialize)]
-struct FilesSpec<'a> {
-    files: Vec<KubeadmFile<'a>>,
-}
-
-#[derive(Serialize)]
-struct KubeadmFile<'a> {
-    path: &'a str,
-    owner: &'static str,
-    permissions: &'static str,
-    content: std::borrow::Cow<'a, str>,
-}
-
-/// The files as a Cluster API `KubeadmConfigTemplate` (bootstrap.cluster.x-k8s.io/v1beta1)
-/// holding only `spec.template.spec.files`: applied as it is, or its `files` merged into the
-/// template a cluster's machine deployments use.
-pub fn kubeadm_config_template(
-    files: &[NodeFile],
-    name: &str,
-    namespace: Option<&str>,
-) -> Result<String, MirrorError> {
-    let template = Template {
-        api_version: "bootstrap.cluster.x-k8s.io/v1beta1",
-        kind: "KubeadmConfigTemplate",
-        metadata: Metadata { name, namespace },
-        spec: TemplateSpec {
-            template: InnerTemplate {
-                spec: FilesSpec {
-                    files: files
-                        .iter()
-                        .map(|f| KubeadmFile {
-                            path: &f.path,
-                            owner: "root:root",
-                            permissions: "0644",
-                            content: String::from_utf8_lossy(&f.content),
-                        })
-                        .collect(),
-                },
-            },
-        },
-    };
-    Ok(format!(
-        "# Written by `chartreg mirror-config --format kubeadm`: the files that make nodes pull\n# through chartreg.\n{}",
-        serde_yaml_ng::to_string(&template)?
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rstest::rstest;
 
     fn request(url: &str, ca: bool, default: bool, no_fallback: bool) -> Request {
         Request {
@@ -477,45 +220,6 @@ mod tests {
             )
         });
         std::str::from_utf8(&file.content).unwrap()
-    }
-
-    #[rstest]
-    #[case(
-        "https://chartreg.ns.svc",
-        "https://chartreg.ns.svc",
-        "chartreg.ns.svc",
-        false
-    )]
-    #[case(
-        "https://chartreg.ns.svc:5000/",
-        "https://chartreg.ns.svc:5000",
-        "chartreg.ns.svc:5000",
-        false
-    )]
-    #[case("http://10.0.0.5:5000", "http://10.0.0.5:5000", "10.0.0.5:5000", true)]
-    fn mirror_urls(
-        #[case] given: &str,
-        #[case] url: &str,
-        #[case] authority: &str,
-        #[case] plain: bool,
-    ) {
-        let m: MirrorUrl = given.parse().unwrap();
-        assert_eq!(
-            (m.url.as_str(), m.authority.as_str(), m.plain_http),
-            (url, authority, plain)
-        );
-    }
-
-    #[rstest]
-    #[case("chartreg:5000")]
-    #[case("ftp://chartreg")]
-    #[case("https://chartreg/v2")]
-    #[case("https://chartreg/?x=1")]
-    #[case("https://u:p@chartreg")]
-    #[case("not a url")]
-    fn refused_mirror_urls(#[case] given: &str) {
-        let e = given.parse::<MirrorUrl>().unwrap_err().to_string();
-        assert!(e.contains(given), "{e}");
     }
 
     #[test]
