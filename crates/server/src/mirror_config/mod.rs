@@ -16,10 +16,9 @@
 //!   upstream must not be reached; the CA in `/etc/containers/certs.d/<mirror host>/ca.crt`.
 //!
 //! [`write`] lays them out under a folder (`--out`), the containerd ones at its top as
-//! `ctr --hosts-dir` and `config_path` read them; [`kubeadm_config_template`] (module `kubeadm`)
-//! gives them as the
-//! `files:` of a Cluster API `KubeadmConfigTemplate`, which is how Cluster API puts files on
-//! the nodes it creates.
+//! `ctr --hosts-dir` and `config_path` read them; [`kubeadm_config_template`] (module
+//! `kubeadm`) gives them as the `files:` of a Cluster API `KubeadmConfigTemplate`, which is how
+//! Cluster API puts files on the nodes it creates.
 
 mod containerd;
 mod crio;
