@@ -3,7 +3,9 @@
 //!
 //! 1. Each bundle is streamed once ([`storage::read`]): blobs go straight into a staging
 //!    folder inside the output folder (their sha256 checked on the way), link files become
-//!    each repository's tags and revisions. Nothing is extracted twice.
+//!    each repository's tags and revisions. Nothing is extracted twice. An image the bundle's
+//!    `images.yaml` lists under one registry is named in that registry's namespace
+//!    (`quay.io/jetstack/...`, module `listed`), as `fetch` and `pack` name it.
 //! 2. The bundles' repositories merge, in the order the bundles are given: a tag names the
 //!    first bundle's manifest; a later bundle's other manifest for the same tag (Helm stamps
 //!    `created` at push time, so every release's bundle has its own) is kept untagged, still
@@ -16,6 +18,7 @@
 //!    is how `pack` keeps it and merges charts packed into the same repository with it.
 
 pub mod command;
+mod listed;
 pub mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -149,6 +152,9 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
         bundles.push(storage::read(path, &mut staging)?);
     }
     let mut report = Report::default();
+    for bundle in &bundles {
+        report.notes.extend(bundle.notes.iter().cloned());
+    }
     let merged = merge(&bundles, &staging, &mut report.notes)?;
 
     let mut record = Record::load(out, &options.prefix).map_err(record_error)?;

@@ -20,10 +20,13 @@ use chartreg_core::oci::{Digest, DigestError, NameError, RepositoryName};
 use chartreg_core::tree::{BlobFile, Side, copy_hashing};
 
 use super::ImportError;
+use super::listed::{Listed, Naming};
 
 const ROOT: &str = "docker/registry/v2/";
 /// A link file is `sha256:` and 64 hex digits; anything much longer is not one.
 const MAX_LINK: u64 = 1024;
+/// The most of `images.yaml` read (a list of image names: far less).
+const MAX_LIST: u64 = 16 << 20;
 
 /// Why a bundle as a whole could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +74,8 @@ pub enum EntryProblem {
     },
     #[error("{0}")]
     Read(io::Error),
+    #[error("is not mindthegap's images file: {0}")]
+    List(serde_yaml_ng::Error),
     #[error("{}: {source}", path.display())]
     Stage { path: PathBuf, source: io::Error },
     #[error("has digest {actual}, not the {expected} it is stored under")]
@@ -93,7 +98,11 @@ pub struct StoredRepository {
 #[derive(Debug, Clone)]
 pub struct Bundle {
     pub path: PathBuf,
+    /// By the name each is served as: an image in its registry's namespace when the bundle's
+    /// `images.yaml` names the registry (module `listed`), else its stored path.
     pub repositories: BTreeMap<RepositoryName, StoredRepository>,
+    /// Things the user should know (a path listed under several registries).
+    pub notes: Vec<String>,
 }
 
 /// The folder blobs are streamed into, shared by every bundle of a run.
@@ -143,8 +152,11 @@ enum Part {
         repository: String,
         digest: Digest,
     },
+    /// The images file the bundle was made from (`images.yaml`): which registry each image
+    /// path came from (see `listed`).
+    ImagesList,
     /// Storage bookkeeping a layout does not need (tag history, layer links, uploads, the
-    /// bundle's request files, folders).
+    /// bundle's charts file, folders).
     Skipped,
 }
 
@@ -165,6 +177,7 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
         .entries()
         .map_err(|e| bundle_error(BundleProblem::NotTar(e)))?;
     let mut found: BTreeMap<String, StoredRepository> = BTreeMap::new();
+    let mut listed = Listed::default();
     let mut saw_storage = false;
     for entry in entries {
         let mut entry = entry.map_err(|e| bundle_error(BundleProblem::Unreadable(e)))?;
@@ -180,9 +193,18 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
         } else {
             return Err(entry_error(&name, EntryProblem::Kind(kind)));
         };
-        saw_storage |= part != Part::Skipped;
+        saw_storage |= !matches!(part, Part::Skipped | Part::ImagesList);
         match part {
             Part::Skipped => {}
+            Part::ImagesList => {
+                let mut data = Vec::new();
+                (&mut entry)
+                    .take(MAX_LIST)
+                    .read_to_end(&mut data)
+                    .map_err(|e| entry_error(&name, EntryProblem::Read(e)))?;
+                listed =
+                    Listed::parse(&data).map_err(|e| entry_error(&name, EntryProblem::List(e)))?;
+            }
             Part::Blob(digest) => {
                 if staging.blobs.contains_key(&digest) {
                     io::copy(&mut entry, &mut io::sink())
@@ -224,7 +246,20 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
         return Err(bundle_error(BundleProblem::NoStorage));
     }
     let mut repositories = BTreeMap::new();
-    for (name, repository) in found {
+    let mut notes = Vec::new();
+    for (stored, repository) in found {
+        let name = match listed.naming(&stored) {
+            Naming::Namespaced(name) => name,
+            Naming::Unlisted => stored,
+            Naming::Several(names) => {
+                notes.push(format!(
+                    "{}: images.yaml lists {stored} under several registries ({}); it is served as {stored}, by its path",
+                    path.display(),
+                    names.join(", ")
+                ));
+                stored
+            }
+        };
         let parsed = name.parse::<RepositoryName>().map_err(|source| {
             bundle_error(BundleProblem::RepositoryName {
                 name: name.clone(),
@@ -236,6 +271,7 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
     Ok(Bundle {
         path: path.to_owned(),
         repositories,
+        notes,
     })
 }
 
@@ -248,8 +284,11 @@ fn classify(name: &str) -> Result<Part, EntryProblem> {
     {
         return Err(EntryProblem::NotPlain);
     }
-    if matches!(clean, "charts.yaml" | "images.yaml") {
+    if clean == "charts.yaml" {
         return Ok(Part::Skipped);
+    }
+    if clean == "images.yaml" {
+        return Ok(Part::ImagesList);
     }
     let Some(rest) = clean.strip_prefix(ROOT) else {
         return Err(EntryProblem::NotInBundle);
@@ -367,7 +406,7 @@ mod tests {
     #[case::layer(format!("docker/registry/v2/repositories/a/b/_layers/sha256/{HEX}/link"), Part::Skipped)]
     #[case::upload("docker/registry/v2/repositories/a/_uploads/x/data".into(), Part::Skipped)]
     #[case::charts("charts.yaml".into(), Part::Skipped)]
-    #[case::images("./images.yaml".into(), Part::Skipped)]
+    #[case::images("./images.yaml".into(), Part::ImagesList)]
     fn storage_files_are_classified(#[case] name: String, #[case] want: Part) {
         assert_eq!(classify(&name).ok(), Some(want));
     }

@@ -133,12 +133,24 @@ pub fn tar_bundle(registry: &Distribution, charts: &[&str], bundle: &Path, dot: 
         listed.push_str(&format!("      {name}:\n        - {version}\n"));
     }
     std::fs::write(storage.join("charts.yaml"), listed).expect("write charts.yaml");
+    // The image, as if the bundle had been made from quay.io's (mindthegap stores it by its
+    // path; its images file names the registry).
+    let image = storage.join("docker/registry/v2/repositories/images/sample");
+    let mut files = vec!["docker", "charts.yaml"];
+    if image.exists() {
+        std::fs::write(
+            storage.join("images.yaml"),
+            "quay.io:\n  tlsVerify: true\n  images:\n    images/sample: [v1]\n",
+        )
+        .expect("write images.yaml");
+        files.push("images.yaml");
+    }
     let mut tar = Command::new("tar");
     tar.arg("-C").arg(&storage).arg("-cf").arg(bundle);
     if dot {
         tar.arg(".");
     } else {
-        tar.args(["docker", "charts.yaml"]);
+        tar.args(files);
     }
     let out = common::output_of(&mut tar, "tar");
     assert!(out.status.success(), "tar: {}", describe(&out));

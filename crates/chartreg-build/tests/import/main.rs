@@ -156,6 +156,18 @@ fn two_releases_are_served_side_by_side_with_their_digests() {
         Ok(second_shared),
         "the second release's manifest answers by digest"
     );
+    // The image is kept for the registry the bundle's images.yaml names: by its full name, by
+    // `?ns=` as containerd asks a mirror, and by its path (the only one holding it).
+    let sample = &releases.second_tags["images/sample:v1"];
+    assert!(said.contains("quay.io/images/sample"), "{said}");
+    assert_eq!(
+        served_digest(&server, "quay.io/images/sample", "v1").as_ref(),
+        Ok(sample)
+    );
+    assert_eq!(
+        served_digest(&server, "images/sample", "v1?ns=quay.io").as_ref(),
+        Ok(sample)
+    );
     assert_eq!(
         tags(&server, "charts/shared"),
         ["2.0.0"],
