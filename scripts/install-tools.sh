@@ -133,12 +133,9 @@ fi
 if [[ -x /etc/init.d/docker-registry ]]; then
     /etc/init.d/docker-registry stop >/dev/null 2>&1 || true
 fi
-# The same for containerd: the tests' instances share nothing with a host-wide one.
-if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
-    if systemctl list-unit-files containerd.service >/dev/null 2>&1; then
-        systemctl disable --now containerd.service >/dev/null 2>&1 || true
-    fi
-fi
+# containerd's service is left as it is: installed here it never started (see
+# apt-install.sh), and a machine's own containerd (Docker's, a kind node's) keeps running; the
+# tests' instances share nothing with it (scripts/containerd.sh).
 
 # ---------------------------------------------------------------------------
 # Summary and sanity checks

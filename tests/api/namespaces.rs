@@ -21,6 +21,9 @@ fn registry() -> (Registry, BTreeMap<&'static str, String>) {
         let image = common::image(&mut layout, name.as_bytes());
         let d = layout.manifest(media_type::OCI_MANIFEST, &image);
         layout.list(d.clone(), Some("v1"));
+        if name.starts_with("quay.io/") {
+            layout.list(d.clone(), Some("v2"));
+        }
         digests.insert(name, d.digest.to_string());
         files.extend(
             layout
@@ -144,8 +147,16 @@ async fn blobs_tags_and_referrers_resolve_by_ns_too() {
         tags.json(),
         json!({"name": "127.0.0.1_5057/nutanix/demo-app", "tags": ["v1"]})
     );
-    let page = ask("/v2/nutanix/demo-app/tags/list?ns=127.0.0.1:5057&n=0").await;
+    // A page of the list: the link to the next one keeps the namespace.
+    let page = ask("/v2/jetstack/cert-manager/tags/list?ns=quay.io&n=1").await;
     assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.json()["tags"], json!(["v1"]));
+    assert_eq!(
+        page.header("link"),
+        Some("</v2/jetstack/cert-manager/tags/list?n=1&last=v1&ns=quay.io>; rel=\"next\"")
+    );
+    let next = ask("/v2/jetstack/cert-manager/tags/list?n=1&last=v1&ns=quay.io").await;
+    assert_eq!(next.json()["tags"], json!(["v2"]));
     let referrers = ask(&format!(
         "/v2/nutanix/demo-app/referrers/{digest}?ns=127.0.0.1:5058"
     ))
@@ -189,6 +200,13 @@ async fn a_path_two_registries_hold_is_name_unknown_naming_both() {
     "NAME_UNKNOWN",
     StatusCode::NOT_FOUND,
     "charts/x"
+)]
+// The full name of one registry's repository, asked for in another registry.
+#[case(
+    "/v2/quay.io/jetstack/cert-manager/manifests/v1?ns=127.0.0.1:5057",
+    "NAME_UNKNOWN",
+    StatusCode::NOT_FOUND,
+    "quay.io/jetstack/cert-manager"
 )]
 #[case(
     "/v2/nutanix/demo-app/manifests/v1?ns=not..a.host",
@@ -262,4 +280,21 @@ async fn pages_show_the_registry_a_repository_came_from() {
         quay["upstream"],
         json!({"registry": "quay.io", "path": "jetstack/cert-manager"})
     );
+}
+
+/// A request whose name or digest does not parse, in a registry it names, says which registry
+/// it was answered for too.
+#[actix_web::test]
+async fn errors_before_the_lookup_carry_the_namespace_too() {
+    let r = ask("/v2/nutanix/demo-app/blobs/nope?ns=quay.io").await;
+    r.assert_error(StatusCode::BAD_REQUEST, "DIGEST_INVALID");
+    assert_eq!(r.header("oci-namespace"), Some("quay.io"));
+    let r = ask("/v2/Nutanix/demo-app/manifests/v1?ns=quay.io").await;
+    r.assert_error(StatusCode::BAD_REQUEST, "NAME_INVALID");
+    assert_eq!(r.header("oci-namespace"), Some("quay.io"));
+    // Without a valid ns there is none to name.
+    let r = ask("/v2/nutanix/demo-app/blobs/nope?ns=not..a.host").await;
+    assert_eq!(r.header("oci-namespace"), None);
+    let r = ask("/v2/nutanix/demo-app/blobs/nope").await;
+    assert_eq!(r.header("oci-namespace"), None);
 }

@@ -296,6 +296,20 @@ fn the_binary_says_when_it_holds_nothing_to_mirror() {
             .contains("https://chartreg.example:5000")
     );
 
+    // Files need a folder; the template needs none.
+    let out = common::output_of(
+        Command::new(common::chartreg_bin()).args([
+            "mirror-config",
+            "--mirror-url",
+            "https://chartreg.example:5000",
+            "--default",
+        ]),
+        "chartreg mirror-config without --out",
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("give --out DIR"), "{err}");
+
     let out = common::output_of(
         Command::new(common::chartreg_bin()).args([
             "mirror-config",
@@ -333,7 +347,9 @@ fn containers_image_pulls_through_the_cri_o_drop_in() {
             args.push("--no-upstream-fallback");
         }
         let out = mirrored.mirror_config(&args);
-        let conf = out.path().join("registries.conf.d/50-chartreg.conf");
+        let conf = out
+            .path()
+            .join("containers/registries.conf.d/50-chartreg.conf");
         for upstream in [&mirrored.upstreams.a, &mirrored.upstreams.b] {
             let reference = upstream.reference(DEMO_APP);
             let inspected = common::output_of(

@@ -104,13 +104,13 @@ impl ContentFile {
             .map(|l| {
                 let repository = match &l.namespace {
                     Some(namespace) => {
-                        let namespace: Namespace =
-                            namespace.parse().map_err(|source| Error::Namespace {
+                        let namespace =
+                            Namespace::registry(namespace).map_err(|source| Error::Namespace {
                                 path: path.to_owned(),
                                 repository: l.repository.clone(),
                                 source,
                             })?;
-                        format!("{}/{}", namespace.component(), l.repository)
+                        namespace.served_name(&l.repository)
                     }
                     None => l.repository.clone(),
                 };

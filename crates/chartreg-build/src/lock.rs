@@ -48,7 +48,7 @@ pub enum Error {
         why: Box<Stale>,
         names_lists: bool,
     },
-    #[error("{}: `{key}` is not REGISTRY/REPOSITORY:TAG (REGISTRY a host, with its port when it has one)", path.display())]
+    #[error("{}: `{key}` is not REGISTRY/REPOSITORY:TAG (REGISTRY a host with a `.` or a port, or `localhost`)", path.display())]
     ImageKey { path: PathBuf, key: String },
     #[error("{}: layout {layout} holds both {first} and {second}", path.display())]
     LayoutTwice {
@@ -163,20 +163,16 @@ pub struct LockedImage {
 
 /// The repository a locked image (`REGISTRY/PATH:TAG`) is served as, and its tag: the path
 /// in the registry's namespace (`quay.io/jetstack/cert-manager-controller`,
-/// `127.0.0.1_5057/nutanix/demo-app`: see `Namespace`), Docker Hub's one-component paths with
-/// its `library/` (`docker.io/nginx` is `docker.io/library/nginx`, as a node asks for it).
+/// `127.0.0.1_5057/nutanix/demo-app`, `docker.io/library/nginx`: see
+/// `Namespace::served_name`), as nodes ask for it.
 pub fn served(key: &str) -> Option<(String, String)> {
     let (registry, rest) = key.split_once('/')?;
     let (path, tag) = rest.rsplit_once(':')?;
-    let namespace: Namespace = registry.parse().ok()?;
+    let registry = Namespace::registry(registry).ok()?;
     if path.is_empty() || tag.is_empty() {
         return None;
     }
-    let path = match namespace.as_str() {
-        "docker.io" if !path.contains('/') => format!("library/{path}"),
-        _ => path.to_owned(),
-    };
-    Some((format!("{}/{path}", namespace.component()), tag.to_owned()))
+    Some((registry.served_name(path), tag.to_owned()))
 }
 
 /// How the lock at `lock` names `path`: relative to the lock's folder, `/`-separated, with `..`
@@ -456,6 +452,8 @@ mod tests {
     #[case("docker.io/nginx:1.27", Some(("docker.io/library/nginx", "1.27")))]
     #[case("docker.io/bitnami/nginx:1.27", Some(("docker.io/bitnami/nginx", "1.27")))]
     #[case("ghcr.io/nginx:1.27", Some(("ghcr.io/nginx", "1.27")))]
+    #[case("index.docker.io/nginx:1.27", Some(("docker.io/library/nginx", "1.27")))]
+    #[case("registry/x:v1", None)]
     #[case("quay.io/x", None)]
     #[case("quay.io/:v1", None)]
     #[case("not a host/x:v1", None)]

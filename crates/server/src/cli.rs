@@ -51,7 +51,8 @@ pub enum Command {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum MirrorFormat {
     /// The files under --out: `<registry>/hosts.toml` (containerd's certs.d),
-    /// `registries.conf.d/50-chartreg.conf` (CRI-O), `certs.d/<mirror>/ca.crt`.
+    /// `containers/registries.conf.d/50-chartreg.conf` and `containers/certs.d/<mirror>/ca.crt`
+    /// (CRI-O).
     Files,
     /// A Cluster API KubeadmConfigTemplate whose `files:` put them on nodes, on stdout.
     Kubeadm,
@@ -65,7 +66,7 @@ pub struct MirrorArgs {
     /// The PEM CA that signed chartreg's certificate, written beside each hosts.toml.
     #[arg(long)]
     pub ca_file: Option<PathBuf>,
-    /// Also `_default/hosts.toml`: every other registry asks chartreg first (containerd 1.7+).
+    /// Also `_default/hosts.toml`: every other registry asks chartreg first.
     #[arg(long)]
     pub default: bool,
     /// chartreg is each registry's only host: pulls never reach upstream.
@@ -73,12 +74,12 @@ pub struct MirrorArgs {
     pub no_upstream_fallback: bool,
     #[arg(long, value_enum, default_value_t = MirrorFormat::Files)]
     pub format: MirrorFormat,
-    /// The folder to write the files into (`--format files`); `ctr images pull --hosts-dir`
-    /// and containerd's `config_path` read its top.
-    #[arg(long, required_if_eq("format", "files"))]
+    /// The folder to write the files into (needed by `--format files`); `ctr images pull
+    /// --hosts-dir` and containerd's `config_path` read its top.
+    #[arg(long)]
     pub out: Option<PathBuf>,
     /// The KubeadmConfigTemplate's name (`--format kubeadm`).
-    #[arg(long, default_value = "chartreg-mirror")]
+    #[arg(long, default_value = "chartreg-mirror", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub name: String,
     /// The KubeadmConfigTemplate's namespace (none: left to `kubectl apply -n`).
     #[arg(long)]
@@ -264,6 +265,12 @@ enum CommandError {
     Addons(#[from] addons::AddonsError),
     #[error(transparent)]
     Mirror(#[from] mirror_config::MirrorError),
+    #[error(
+        "mirror-config writes its files into a folder: give --out DIR (or --format kubeadm, which prints them)"
+    )]
+    MirrorOut,
+    #[error("--format kubeadm prints the KubeadmConfigTemplate; it writes nothing into --out {}", .0.display())]
+    MirrorOutWithKubeadm(PathBuf),
 }
 
 /// The registry the binary serves, from its facts and files (see `Registry::from_facts`).
@@ -349,9 +356,11 @@ fn mirror_config(args: &MirrorArgs, content: impl FnOnce() -> Content) -> Result
             }
             text
         }
-        // clap requires --out with --format files.
-        (MirrorFormat::Files, None) => String::new(),
-        (MirrorFormat::Kubeadm, _) => {
+        (MirrorFormat::Files, None) => return Err(CommandError::MirrorOut),
+        (MirrorFormat::Kubeadm, Some(out)) => {
+            return Err(CommandError::MirrorOutWithKubeadm(out.clone()));
+        }
+        (MirrorFormat::Kubeadm, None) => {
             mirror_config::kubeadm_config_template(&files, &args.name, args.namespace.as_deref())?
         }
     };

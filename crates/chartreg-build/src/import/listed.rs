@@ -2,11 +2,12 @@
 //! path alone (`jetstack/cert-manager-controller`); the `images.yaml` at its top, the images
 //! file it was made from, says which registry asked for that path (`quay.io`). Import names
 //! each listed repository in its registry's namespace, as `fetch` and `pack` do
-//! (`quay.io/jetstack/cert-manager-controller`; see `lock::served`), so nodes pull it through
+//! (`quay.io/jetstack/cert-manager-controller`; see `Namespace::served_name`), so nodes pull it through
 //! `chartreg mirror-config`'s files. Charts and paths the file does not list keep their names.
 
 use std::collections::BTreeMap;
 
+use chartreg_core::oci::Namespace;
 use serde::Deserialize;
 
 /// `images.yaml`: registry -> the image paths asked of it (mindthegap's images file; its other
@@ -43,20 +44,17 @@ impl Listed {
         let mut names: Vec<String> = self
             .0
             .iter()
-            .filter(|(registry, listed)| {
-                listed.images.keys().any(|image| {
-                    image == path || (is_docker_hub(registry) && format!("library/{image}") == path)
-                })
-            })
-            .filter_map(|(registry, _)| {
-                let registry = if is_docker_hub(registry) {
-                    "docker.io"
-                } else {
-                    registry.as_str()
-                };
-                crate::lock::served(&format!("{registry}/{path}:listed")).map(|(name, _)| name)
+            .filter_map(|(registry, listed)| {
+                let registry = Namespace::registry(registry).ok()?;
+                let served = registry.served_name(path);
+                listed
+                    .images
+                    .keys()
+                    .any(|image| registry.served_name(image) == served)
+                    .then_some(served)
             })
             .collect();
+        names.sort_unstable();
         names.dedup();
         match names.len() {
             0 => Naming::Unlisted,
@@ -64,14 +62,6 @@ impl Listed {
             _ => Naming::Several(names),
         }
     }
-}
-
-/// The names Docker Hub goes by in images files.
-fn is_docker_hub(registry: &str) -> bool {
-    matches!(
-        registry,
-        "docker.io" | "index.docker.io" | "registry-1.docker.io"
-    )
 }
 
 #[cfg(test)]

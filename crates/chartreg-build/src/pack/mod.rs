@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chartreg_core::oci::RepositoryName;
+use chartreg_core::oci::{Namespace, RepositoryName};
 use chartreg_core::tree::{self, Outcome, Tree};
 
 pub use chart::{Chart, MAX_DECOMPRESSED, read as read_chart};
@@ -130,6 +130,11 @@ pub fn build(inputs: &[Input], prefix: &str, out: &Path) -> Result<Packed, PackE
     prefix
         .parse::<RepositoryName>()
         .map_err(|e| at(Path::new(prefix))(Problem::Prefix(e)))?;
+    if Namespace::split(&format!("{prefix}/chart")).is_some() {
+        return Err(at(Path::new(prefix))(Problem::PrefixIsARegistry(
+            prefix.to_owned(),
+        )));
+    }
     let packages = inputs.iter().filter_map(|input| match input {
         Input::Chart(package) => Some(package.as_ref()),
         Input::Layout(_) => None,

@@ -73,6 +73,12 @@ pub enum Problem {
     },
     #[error("invalid --prefix: {0}")]
     Prefix(NameError),
+    /// Charts are not images of a registry: a prefix read as one would put them in its
+    /// namespace.
+    #[error(
+        "invalid --prefix `{0}`: its first component would be read as a registry host (it has a `.` or a port, or is `localhost`), and charts are not kept per registry; choose another, such as `charts`"
+    )]
+    PrefixIsARegistry(String),
     #[error("{name} {version} is also packaged, with different bytes, in {}", other.display())]
     Conflict {
         name: String,

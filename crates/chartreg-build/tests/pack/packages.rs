@@ -369,6 +369,21 @@ fn missing_or_empty_inputs_are_errors() {
         "{}",
         text(&r.stderr)
     );
+    // A prefix that reads as a registry host would put charts in its namespace.
+    let r = pack(&[
+        scene.input.to_str().unwrap(),
+        "--out",
+        scene.out.to_str().unwrap(),
+        "--prefix",
+        "charts.example.com",
+    ]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(
+        text(&r.stderr).contains("invalid --prefix `charts.example.com`")
+            && text(&r.stderr).contains("registry host"),
+        "{}",
+        text(&r.stderr)
+    );
 }
 
 #[test]

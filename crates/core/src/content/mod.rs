@@ -394,9 +394,11 @@ impl Registry {
         self.resolve_in_namespaces(name, namespace)
     }
 
-    /// [`Registry::resolve`] when the name is not a repository's, or `?ns=` was given: kept
-    /// out of line, so that the common request (a name without `ns`) stays one lookup.
-    #[cold]
+    /// [`Registry::resolve`] when the name is not a repository's, or `?ns=` was given (a
+    /// node's containerd through a mirror). Out of line: a name asked without `ns` (Helm,
+    /// skopeo, the path form) stays one inlined lookup, 118 instructions a request fewer by
+    /// callgrind (bench/results/issue27-ab.txt); with `ns` it costs one call more.
+    #[inline(never)]
     fn resolve_in_namespaces(
         &self,
         name: &RepositoryName,

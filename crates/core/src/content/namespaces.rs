@@ -4,12 +4,13 @@
 //! ([`Namespace::of_component`]) holds an image fetched from that registry:
 //! `quay.io/jetstack/cert-manager-controller` is `jetstack/cert-manager-controller` in namespace
 //! `quay.io`. [`Namespaces`] indexes those by their path within the namespace, once, when the
-//! registry is assembled, and resolves a name as a request gives it:
+//! registry is assembled, and resolves a name as a request gives it, when it is not simply a
+//! repository's full name asked without `ns` (`Registry::resolve` looks that up first):
 //! - with `?ns=REGISTRY` (a node's containerd sends it to a mirror): the path in that
 //!   namespace, or the full name when it starts with the namespace's component; nothing from
 //!   another registry is ever served for it;
-//! - without: the full name as it is (`/v2/quay.io/jetstack/...`), else the path when exactly one
-//!   registry holds it; two or more are ambiguous, and the error names them.
+//! - without: the path when exactly one registry holds it; two or more are ambiguous, and the
+//!   error names them.
 
 use super::{Error, HashMap};
 use crate::oci::{Namespace, RepositoryName};
@@ -193,6 +194,20 @@ mod tests {
         assert_eq!(
             index.within(&name("jetstack/cert-manager"), &ns("127.0.0.1:5057"), all),
             Err(Error::NameUnknown(name("jetstack/cert-manager")))
+        );
+        // The full name of another registry's repository, asked for in this one.
+        assert_eq!(
+            index.within(
+                &name("quay.io/jetstack/cert-manager"),
+                &ns("127.0.0.1:5057"),
+                all
+            ),
+            Err(Error::NameUnknown(name("quay.io/jetstack/cert-manager")))
+        );
+        // The path form of a repository the registry does not hold.
+        assert_eq!(
+            index.within(&name("quay.io/nope"), &ns("quay.io"), |_| false),
+            Err(Error::NameUnknown(name("quay.io/nope")))
         );
         // Not namespaced at all.
         assert!(matches!(

@@ -26,17 +26,19 @@ pub enum NamespaceError {
     NotAHost(String),
     #[error("`{0}` has a port that is not a number from 1 to 65535")]
     Port(String),
+    #[error(
+        "`{0}` is not read as a registry host in an image reference: a registry host has a `.` or a port, or is `localhost`"
+    )]
+    NotARegistry(String),
 }
+
+/// The names Docker Hub goes by (`docker.io` is the one nodes use).
+const DOCKER_HUB: [&str; 3] = ["docker.io", "index.docker.io", "registry-1.docker.io"];
 
 impl Namespace {
     #[inline]
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-
-    /// The registry host without its port.
-    pub fn host(&self) -> &str {
-        self.0.split_once(':').map_or(&self.0, |(host, _)| host)
     }
 
     /// The namespace as one path component of a repository name (`127.0.0.1:5057` ->
@@ -56,6 +58,31 @@ impl Namespace {
         let names_a_host =
             namespace.0.contains('.') || namespace.0.contains(':') || namespace.0 == "localhost";
         names_a_host.then_some(namespace)
+    }
+
+    /// The registry an images file or a content file names (`quay.io`, `127.0.0.1:5057`),
+    /// as nodes name it: Docker Hub's other names are `docker.io`, and a name that an image
+    /// reference would not read as a registry host (`registry`, without a `.` or a port) is
+    /// refused.
+    pub fn registry(s: &str) -> Result<Namespace, NamespaceError> {
+        let namespace: Namespace = s.parse()?;
+        if DOCKER_HUB.contains(&namespace.as_str()) {
+            return Ok(Namespace("docker.io".to_owned()));
+        }
+        if Namespace::of_component(&namespace.component()).is_none() {
+            return Err(NamespaceError::NotARegistry(s.to_owned()));
+        }
+        Ok(namespace)
+    }
+
+    /// The repository an image at `path` in this registry is served as, the name nodes ask
+    /// for: `<component>/<path>`, Docker Hub's one-part paths with `library/`
+    /// (`docker.io/nginx` is `docker.io/library/nginx`).
+    pub fn served_name(&self, path: &str) -> String {
+        if self.0 == "docker.io" && !path.contains('/') {
+            return format!("docker.io/library/{path}");
+        }
+        format!("{}/{path}", self.component())
     }
 
     /// A repository name split into its namespace and the path within it, when its first
@@ -142,6 +169,38 @@ mod tests {
     #[case("a.io:+80", NamespaceError::Port("a.io:+80".into()))]
     fn refused(#[case] given: &str, #[case] error: NamespaceError) {
         assert_eq!(given.parse::<Namespace>(), Err(error));
+    }
+
+    #[rstest]
+    #[case("quay.io", Ok("quay.io"))]
+    #[case("127.0.0.1:5057", Ok("127.0.0.1:5057"))]
+    #[case("localhost", Ok("localhost"))]
+    #[case("registry:5000", Ok("registry:5000"))]
+    #[case("index.docker.io", Ok("docker.io"))]
+    #[case("registry-1.docker.io", Ok("docker.io"))]
+    #[case("Docker.IO", Ok("docker.io"))]
+    #[case("registry", Err(NamespaceError::NotARegistry("registry".into())))]
+    #[case("a..b", Err(NamespaceError::NotAHost("a..b".into())))]
+    fn registries(#[case] given: &str, #[case] want: Result<&str, NamespaceError>) {
+        let got = Namespace::registry(given);
+        assert_eq!(
+            got.as_ref().map(Namespace::as_str),
+            want.as_ref().map(|s| *s)
+        );
+    }
+
+    #[rstest]
+    #[case("quay.io", "jetstack/cert-manager", "quay.io/jetstack/cert-manager")]
+    #[case("docker.io", "nginx", "docker.io/library/nginx")]
+    #[case("docker.io", "library/nginx", "docker.io/library/nginx")]
+    #[case("docker.io", "bitnami/nginx", "docker.io/bitnami/nginx")]
+    #[case("127.0.0.1:5057", "nginx", "127.0.0.1_5057/nginx")]
+    fn served_names(#[case] registry: &str, #[case] path: &str, #[case] name: &str) {
+        let registry = Namespace::registry(registry).unwrap();
+        assert_eq!(registry.served_name(path), name);
+        // And the name reads back as that registry's.
+        let (ns, _) = Namespace::split(name).unwrap();
+        assert_eq!(ns, registry);
     }
 
     #[rstest]

@@ -177,11 +177,18 @@ async fn api(req: HttpRequest, registry: Registered) -> Result<HttpResponse, Api
         Route::Operation(operation) => operations::answer(&req, operation),
         Route::Web(route) => pages::get(&req, &registry, &route),
     };
-    let route = routes::take(&req)?;
-    let Some(namespace) = route.namespace().cloned() else {
-        return answer(route);
+    let (namespace, answered) = match routes::take(&req) {
+        Ok(route) => match route.namespace().cloned() {
+            None => return answer(route),
+            Some(namespace) => (namespace, answer(route)),
+        },
+        // A name, tag or digest that did not parse, in a request that named a registry.
+        Err(e) => match routes::asked_namespace(req.path(), req.query_string()) {
+            None => return Err(e),
+            Some(namespace) => (namespace, Err(e)),
+        },
     };
-    let mut response = answer(route).unwrap_or_else(HttpResponse::from_error);
+    let mut response = answered.unwrap_or_else(HttpResponse::from_error);
     if let Ok(value) = header::HeaderValue::from_str(namespace.as_str()) {
         response.headers_mut().insert(NAMESPACE, value);
     }

@@ -184,22 +184,28 @@ impl Target {
                 namespace: None,
             });
         }
-        let asked: NamespaceQuery =
-            serde_urlencoded::from_str(query).map_err(ApiError::NamespaceQuery)?;
-        let namespace = match asked.ns.filter(|ns| !ns.is_empty()) {
-            Some(ns) => Some(ns.parse()?),
-            None => None,
-        };
+        let namespace = namespace_in(query)?;
         Ok(Target { name, namespace })
     }
+}
 
-    /// `name` without a namespace (tests and tools).
-    pub fn named(name: RepositoryName) -> Target {
-        Target {
-            name,
-            namespace: None,
-        }
+/// The `ns` of a query string (`None` when absent or empty).
+fn namespace_in(query: &str) -> Result<Option<Namespace>, ApiError> {
+    let asked: NamespaceQuery =
+        serde_urlencoded::from_str(query).map_err(ApiError::NamespaceQuery)?;
+    match asked.ns.filter(|ns| !ns.is_empty()) {
+        Some(ns) => Ok(Some(ns.parse()?)),
+        None => Ok(None),
     }
+}
+
+/// The registry a request that could not be routed names with a valid `ns`, for its error's
+/// `OCI-Namespace` (a registry path only).
+pub fn asked_namespace(path: &str, query: &str) -> Option<Namespace> {
+    if !is_api(path) || query.is_empty() {
+        return None;
+    }
+    namespace_in(query).ok().flatten()
 }
 
 /// A request the server answers, its parts validated.
@@ -417,7 +423,10 @@ mod tests {
     }
 
     fn t(name: &str) -> Target {
-        Target::named(name.parse().unwrap())
+        Target {
+            name: name.parse().unwrap(),
+            namespace: None,
+        }
     }
 
     fn in_ns(name: &str, ns: &str) -> Target {

@@ -77,6 +77,8 @@ pub enum MirrorError {
     },
     #[error("{}: no PEM certificate in it (`-----BEGIN CERTIFICATE-----`)", path.display())]
     NotACertificate { path: PathBuf },
+    #[error("{}: not a PEM text file (it holds bytes that are not UTF-8)", path.display())]
+    NotText { path: PathBuf },
     #[error("{}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -102,6 +104,12 @@ pub fn read_ca(path: &Path) -> Result<Vec<u8>, MirrorError> {
         .any(|w| w == b"-----BEGIN CERTIFICATE-----");
     if !holds_certificate {
         return Err(MirrorError::NotACertificate {
+            path: path.to_owned(),
+        });
+    }
+    // Written as text into the KubeadmConfigTemplate: no byte may be lost there.
+    if std::str::from_utf8(&pem).is_err() {
+        return Err(MirrorError::NotText {
             path: path.to_owned(),
         });
     }
@@ -163,16 +171,14 @@ pub fn node_files(
 }
 
 /// Where `write` puts a node file under `out`: the containerd files at the top (as
-/// `--hosts-dir` reads them), the others under the folder's last name
-/// (`registries.conf.d/50-chartreg.conf`, `certs.d/HOST/ca.crt` under `containers/`).
+/// `--hosts-dir` reads them, and as they go into `/etc/containerd/certs.d`), the CRI-O ones
+/// under `containers/` as they go into `/etc/containers` (`containers/registries.conf.d/...`,
+/// `containers/certs.d/HOST/ca.crt`). containerd never reads a folder named `containers`:
+/// it is no registry host.
 pub fn local_path(out: &Path, node_path: &str) -> PathBuf {
     match node_path.strip_prefix(CONTAINERD_DIR) {
         Some(rest) => out.join(rest.trim_start_matches('/')),
-        None => out.join(
-            node_path
-                .trim_start_matches("/etc/")
-                .trim_start_matches("containers/"),
-        ),
+        None => out.join(node_path.trim_start_matches("/etc/")),
     }
 }
 
@@ -340,6 +346,11 @@ mod tests {
         );
         let e = read_ca(&dir.path().join("none")).unwrap_err().to_string();
         assert!(e.contains("none"), "{e}");
+        let mut binary = b"-----BEGIN CERTIFICATE-----\n".to_vec();
+        binary.extend([0xff, 0xfe, b'\n']);
+        std::fs::write(&path, &binary).unwrap();
+        let e = read_ca(&path).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
     }
 
     #[test]
@@ -358,11 +369,11 @@ mod tests {
             ),
             (
                 "/etc/containers/registries.conf.d/50-chartreg.conf",
-                "registries.conf.d/50-chartreg.conf",
+                "containers/registries.conf.d/50-chartreg.conf",
             ),
             (
                 "/etc/containers/certs.d/c:5000/ca.crt",
-                "certs.d/c:5000/ca.crt",
+                "containers/certs.d/c:5000/ca.crt",
             ),
         ] {
             assert_eq!(local_path(dir.path(), node), dir.path().join(local));
