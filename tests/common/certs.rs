@@ -46,3 +46,24 @@ impl LoopbackCert {
         }
     }
 }
+
+impl LoopbackCert {
+    /// A rustls server configuration with this server certificate and its key.
+    pub fn server_config(&self) -> rustls::ServerConfig {
+        server_config(&self.cert_der, &self.key_der)
+    }
+}
+
+/// A rustls server configuration (ring) with a DER certificate and its PKCS#8 key.
+pub fn server_config(cert_der: &[u8], key_der: &[u8]) -> rustls::ServerConfig {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert_der.to_vec().into()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key_der.to_vec().into()),
+        )
+        .expect("server certificate")
+}

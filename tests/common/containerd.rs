@@ -258,20 +258,18 @@ impl Containerd {
     /// The keys of the native snapshotter's snapshots (`ctr snapshots ls`): a committed one per
     /// unpacked layer chain.
     pub fn native_snapshots(&self) -> Vec<String> {
-        let table = self.ctr_ok(&["snapshots", "--snapshotter", "native", "ls"]);
-        table
-            .lines()
-            .skip(1)
-            .filter_map(|line| line.split_whitespace().next())
-            .map(str::to_owned)
-            .collect()
+        self.first_column(&["snapshots", "--snapshotter", "native", "ls"])
     }
 
     /// The digests of every blob in the content store (`ctr content ls`): which manifests,
     /// configs and layers a pull fetched.
     pub fn content_digests(&self) -> Vec<String> {
-        let table = self.ctr_ok(&["content", "ls"]);
-        table
+        self.first_column(&["content", "ls"])
+    }
+
+    /// The first column of the table `ctr ARGS` prints, below its heading.
+    fn first_column(&self, args: &[&str]) -> Vec<String> {
+        self.ctr_ok(args)
             .lines()
             .skip(1)
             .filter_map(|line| line.split_whitespace().next())

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use chartreg_core::content::{BuildFile, Content, Description, HeldFile, Registry};
@@ -173,7 +172,7 @@ fn containerd_pulls_through_chartreg_over_https_with_a_private_ca() {
         return;
     };
     let cert = LoopbackCert::new("chartreg mirror test CA");
-    let server = InProcess::start_tls(mirrored.registry(), server_config(&cert));
+    let server = InProcess::start_tls(mirrored.registry(), cert.server_config());
     let work = tempfile::tempdir().expect("temp dir");
     let ca = work.path().join("ca.pem");
     std::fs::write(&ca, &cert.ca_pem).expect("write the CA");
@@ -233,52 +232,18 @@ fn without_upstream_fallback_nothing_reaches_upstream() {
     );
 }
 
-fn server_config(cert: &LoopbackCert) -> rustls::ServerConfig {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.cert_der.clone().into()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_der.clone().into()),
-        )
-        .expect("server certificate")
-}
-
 /// The binary over the content it embeds (the sample: no upstream registry) says there is
 /// nothing to mirror and what to do; `--default --format kubeadm` gives a KubeadmConfigTemplate.
 #[test]
 fn the_binary_says_when_it_holds_nothing_to_mirror() {
-    let out = common::output_of(
-        Command::new(common::chartreg_bin()).args([
-            "mirror-config",
-            "--mirror-url",
-            "https://chartreg.example:5000",
-            "--out",
-            "/nonexistent/never-written",
-        ]),
-        "chartreg mirror-config",
-    );
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = mirror_config_fails(&["--out", "/nonexistent/never-written"]);
     assert!(
         err.contains("no images kept per upstream registry") && err.contains("--default"),
         "{err}"
     );
     assert!(!Path::new("/nonexistent/never-written").exists());
 
-    let out = common::output_of(
-        Command::new(common::chartreg_bin()).args([
-            "mirror-config",
-            "--mirror-url",
-            "https://chartreg.example:5000",
-            "--default",
-            "--format",
-            "kubeadm",
-        ]),
-        "chartreg mirror-config --format kubeadm",
-    );
+    let out = mirror_config_run(&["--default", "--format", "kubeadm"]);
     assert!(out.status.success(), "{}", describe(&out));
     let doc: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML");
     assert_eq!(doc["kind"], "KubeadmConfigTemplate");
@@ -297,17 +262,7 @@ fn the_binary_says_when_it_holds_nothing_to_mirror() {
     );
 
     // Files need a folder; the template needs none.
-    let out = common::output_of(
-        Command::new(common::chartreg_bin()).args([
-            "mirror-config",
-            "--mirror-url",
-            "https://chartreg.example:5000",
-            "--default",
-        ]),
-        "chartreg mirror-config without --out",
-    );
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = mirror_config_fails(&["--default"]);
     assert!(err.contains("give --out DIR"), "{err}");
 
     let out = common::output_of(
@@ -325,6 +280,28 @@ fn the_binary_says_when_it_holds_nothing_to_mirror() {
         err.contains("chartreg:5000") && err.contains("http://"),
         "{err}"
     );
+}
+
+/// `chartreg mirror-config --mirror-url https://chartreg.example:5000 ARGS`, the binary over
+/// the content it embeds.
+fn mirror_config_run(args: &[&str]) -> std::process::Output {
+    common::output_of(
+        Command::new(common::chartreg_bin())
+            .args([
+                "mirror-config",
+                "--mirror-url",
+                "https://chartreg.example:5000",
+            ])
+            .args(args),
+        "chartreg mirror-config",
+    )
+}
+
+/// [`mirror_config_run`], which must fail: what it said.
+fn mirror_config_fails(args: &[&str]) -> String {
+    let out = mirror_config_run(args);
+    assert!(!out.status.success(), "mirror-config {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The CRI-O drop-in, read by containers/image as CRI-O and podman read it (skopeo with

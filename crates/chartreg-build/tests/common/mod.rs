@@ -19,7 +19,7 @@ mod content;
 mod in_process;
 
 #[allow(unused_imports)]
-pub use certs::{LOOPBACK_NAME, LoopbackCert};
+pub use certs::{LOOPBACK_NAME, LoopbackCert, server_config};
 #[allow(unused_imports)]
 pub use clients::*;
 #[allow(unused_imports)]

@@ -51,16 +51,7 @@ impl Tls {
 
     /// A rustls server configuration with the certificate and its key.
     pub fn server_config(&self) -> rustls::ServerConfig {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![self.cert_der.clone().into()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(self.key_der.clone().into()),
-            )
-            .expect("server certificate")
+        common::server_config(&self.cert_der, &self.key_der)
     }
 }
 
