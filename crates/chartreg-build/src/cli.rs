@@ -1,5 +1,5 @@
-//! The command line: `chartreg-build init`, `fetch`, `import-bundle`, `pack`, `build` and
-//! `image`.
+//! The command line: `chartreg-build init`, `fetch`, `import-bundle`, `pack`, `build`,
+//! `image` and `images`.
 //!
 //! `main` parses arguments, runs one command, and reports how it went: a result line on stdout,
 //! or one [`Error`] on stderr naming the input (exit code 1; 2 for arguments clap refuses).
@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::chart_images::command::ImagesArgs;
 use crate::compile::command::BuildArgs;
 use crate::fetch::command::FetchArgs;
 use crate::image::command::ImageArgs;
@@ -40,6 +41,8 @@ pub enum Error {
     Build(#[from] crate::compile::command::Error),
     #[error("image: {0}")]
     Image(#[from] crate::image::command::RunError),
+    #[error("images: {0}")]
+    Images(#[from] crate::chart_images::command::Error),
 }
 
 impl From<crate::import::ImportError> for Error {
@@ -82,6 +85,9 @@ pub enum Command {
     /// Write chartreg's container image as an OCI image layout, with no container engine: the
     /// static server binary in one layer, on scratch or a base layout; reproducible.
     Image(ImageArgs),
+    /// List the images the charts reference (rendered with Helm, from annotations, from
+    /// values), with where each comes from; write them as an images file for `fetch`.
+    Images(ImagesArgs),
 }
 
 /// Parses `args`, runs the command, and says how it went.
@@ -100,6 +106,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Init(args) => crate::init::run(&args).map_err(Error::from),
         Command::Build(args) => crate::compile::command::run(&args).map_err(Error::from),
         Command::Image(args) => crate::image::command::run(args).map_err(Error::from),
+        Command::Images(args) => crate::chart_images::command::run(&args).map_err(Error::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

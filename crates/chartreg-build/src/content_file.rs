@@ -14,6 +14,11 @@
 //!     namespace: quay.io      # optional: the upstream registry it came from; served as
 //!                             # quay.io/images/sample, and to nodes asking with ?ns=quay.io
 //! lock: chartreg.lock         # optional: what `chartreg-build fetch` took, checked, packed
+//! images:                     # optional: the images the charts need (`chartreg-build images`)
+//!   closure: require          # pack fails (`warn`: warns) when a chart needs an image the
+//!                             # content does not hold; absent: not checked
+//!   values:                   # values files to find a chart's images with, by chart name
+//!     cilium: [values/cilium-hubble.yaml]
 //! ```
 //!
 //! With a `lock`, every chart package and image layout it pins is packed too (each checked
@@ -55,6 +60,27 @@ pub struct ContentFile {
     pub layouts: Vec<Layout>,
     #[serde(default)]
     pub lock: Option<PathBuf>,
+    #[serde(default)]
+    pub images: Option<Images>,
+}
+
+/// What the content file says about the images its charts need.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Images {
+    #[serde(default)]
+    pub closure: Option<ClosureCheck>,
+    /// Values files by chart name, laid over the chart's own when its images are found.
+    #[serde(default)]
+    pub values: std::collections::BTreeMap<String, Vec<PathBuf>>,
+}
+
+/// What pack does when a chart needs an image the content does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClosureCheck {
+    Require,
+    Warn,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -93,6 +119,13 @@ impl ContentFile {
         }
         if let Some(lock) = &mut file.lock {
             *lock = base.join(&*lock);
+        }
+        if let Some(images) = &mut file.images {
+            for files in images.values.values_mut() {
+                for f in files {
+                    *f = base.join(&*f);
+                }
+            }
         }
         Ok(file)
     }

@@ -11,12 +11,15 @@
 //!   with the tool, offline (`chartreg-build build`); [`init`] writes a new content repository.
 //! - [`image`] writes chartreg's container image (the static server binary, on scratch or a
 //!   base) as an OCI image layout, with no container engine.
+//! - [`chart_images`] finds the images each chart needs (`chartreg-build images`), which
+//!   pack checks the content holds.
 //! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
 //! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
 //!
 //! Everything it shares with the server (OCI vocabulary, layout writing) comes from
 //! `chartreg-core`; the server's HTTP stack is not a dependency, so nothing here can reach it.
 
+pub mod chart_images;
 pub mod cli;
 pub mod compile;
 pub mod content_file;

@@ -63,6 +63,7 @@ impl BuildArgs {
                 .unwrap_or_else(|| self.base().join("assets")),
             prefix: None,
             check: false,
+            helm: std::env::var_os("CHARTREG_HELM").map(PathBuf::from),
         }
     }
 

@@ -73,7 +73,7 @@ pub fn read(package: &[u8]) -> Result<Chart, Problem> {
     })
 }
 
-pub(super) fn gunzip(package: &[u8]) -> Result<Vec<u8>, Problem> {
+pub(crate) fn gunzip(package: &[u8]) -> Result<Vec<u8>, Problem> {
     if !package.starts_with(&[0x1f, 0x8b]) {
         return Err(Problem::NotGzip);
     }
@@ -107,7 +107,7 @@ fn metadata_files(tar: &[u8]) -> Result<MetadataFiles, Problem> {
 
 /// One regular file of a chart archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct ArchiveFile {
+pub(crate) struct ArchiveFile {
     /// Its path under the archive's top folder (the chart's), `/`-separated.
     pub inner: String,
     /// Its bytes, a UTF-8 byte order mark stripped (as Helm's loader strips it).
@@ -139,7 +139,7 @@ fn inner_path(path: &str) -> Result<Option<String>, Problem> {
 /// The one walk over a chart archive (an uncompressed tar; see [`gunzip`]): its regular files
 /// whose path under the top folder `wanted` accepts, in archive order, read whole. The loader's
 /// refusals are kept: an archive with no entries, a `Chart.yaml` outside the chart's folder.
-pub(super) fn archive_files(
+pub(crate) fn archive_files(
     tar: &[u8],
     wanted: impl Fn(&str) -> bool,
 ) -> Result<Vec<ArchiveFile>, Problem> {

@@ -19,6 +19,8 @@ pub enum Error {
     /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
     #[error(transparent)]
     Lock(Box<crate::lock::Error>),
+    #[error(transparent)]
+    Images(Box<crate::chart_images::Error>),
 }
 
 impl From<crate::lock::Error> for Error {
@@ -50,6 +52,10 @@ pub struct PackArgs {
     /// repositories and the record) are not what packing gives.
     #[arg(long)]
     pub check: bool,
+    /// The Helm binary that renders charts for the content file's `images.closure` check
+    /// [default: `helm` on the PATH; without one, images are found statically].
+    #[arg(long, env = "CHARTREG_HELM")]
+    pub helm: Option<PathBuf>,
 }
 
 /// `--layout`'s value parser (clap shows the error after the value it refuses).
@@ -59,11 +65,12 @@ fn layout_spec(s: &str) -> Result<LayoutSpec, LayoutSpecError> {
 
 impl PackArgs {
     /// The request these arguments (and the content file, if any) make.
-    fn request(&self) -> Result<Request, Error> {
+    pub(crate) fn request(&self) -> Result<Request, Error> {
         let mut charts = Vec::new();
         let mut layouts = Vec::new();
         let mut prefix = None;
         let mut links_within = None;
+        let mut images = None;
         if let Some(path) = &self.config {
             links_within = Some(
                 path.parent()
@@ -77,6 +84,18 @@ impl PackArgs {
                 prefix.clone_from(&c.prefix);
             }
             layouts.extend(file.layout_specs(path)?);
+            if let Some(i) = &file.images
+                && let Some(mode) = i.closure
+            {
+                let options = crate::chart_images::command::options(self.helm.as_deref(), &[])
+                    .map_err(|e| Error::Images(Box::new(e)))?;
+                images = Some(super::closure::ImagesCheck {
+                    config: path.clone(),
+                    mode,
+                    values: i.values.clone(),
+                    options,
+                });
+            }
             if let Some(lock) = &file.lock {
                 let (locked_charts, locked_layouts) = crate::lock::Lock::pack_inputs(lock)?;
                 // A package a folder above already holds is not given twice (however either
@@ -110,6 +129,7 @@ impl PackArgs {
             layouts,
             out: self.out.clone(),
             links_within,
+            images,
         })
     }
 }
@@ -118,6 +138,9 @@ impl PackArgs {
 /// found on stdout (warnings on stderr).
 pub fn run(args: &PackArgs) -> Result<(), Error> {
     let request = args.request()?;
+    if let Some(images) = &request.images {
+        crate::chart_images::command::note(&images.options);
+    }
     if args.check {
         let report = super::check(&request)?;
         warn(&report);

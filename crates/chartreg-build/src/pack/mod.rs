@@ -21,6 +21,7 @@
 mod chart;
 mod chart_folder;
 mod chart_package;
+pub mod closure;
 pub mod command;
 mod helmignore;
 mod image_layout;
@@ -31,13 +32,14 @@ mod problem;
 mod provenance;
 mod version;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use chartreg_core::oci::{Namespace, RepositoryName};
 use chartreg_core::tree::{self, Outcome, Tree};
 
+pub(crate) use chart::{ArchiveFile, archive_files, gunzip};
 pub use chart::{Chart, MAX_DECOMPRESSED, read as read_chart};
 pub use chart_package::{ChartPackage, Layer};
 pub use image_layout::{ImageLayout, LayoutSpec, LayoutSpecError};
@@ -58,6 +60,9 @@ pub struct Request {
     /// Symbolic links in chart folders may lead anywhere inside this folder (the content
     /// file's), besides the chart folder itself.
     pub links_within: Option<PathBuf>,
+    /// The content file's `images.closure`: the images the charts need, checked against what
+    /// is packed.
+    pub images: Option<closure::ImagesCheck>,
 }
 
 /// One input, by kind.
@@ -295,6 +300,9 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
         }
         record.repositories.insert(name.clone(), owner.clone());
     }
+    if let Some(check) = &request.images {
+        check_closure(check, &inputs, &mut packed, &restores, &record, out)?;
+    }
     // A repository's folder is replaced as a whole: none may lie inside another.
     let names: Vec<&String> = record.repositories.keys().collect();
     for outer in &names {
@@ -315,6 +323,54 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
         restores,
         record,
     })
+}
+
+/// Checks that the content holds every image the charts of `inputs` need (see `closure`):
+/// `require` refuses, naming each missing image and the charts that need it; `warn` adds a
+/// warning for each.
+fn check_closure(
+    check: &closure::ImagesCheck,
+    inputs: &[Input],
+    packed: &mut Packed,
+    restores: &[(String, Tree)],
+    record: &Record,
+    out: &Path,
+) -> Result<(), PackError> {
+    let charts: Vec<&ChartPackage> = inputs
+        .iter()
+        .filter_map(|input| match input {
+            Input::Chart(chart) => Some(&**chart),
+            Input::Layout(_) => None,
+        })
+        .collect();
+    let kept: BTreeSet<String> = record
+        .repositories
+        .keys()
+        .chain(record.imported.keys())
+        .cloned()
+        .collect();
+    let trees = packed
+        .repositories
+        .iter()
+        .map(|(name, (_, tree))| (name, tree))
+        .chain(restores.iter().map(|(name, tree)| (name, tree)));
+    let (missing, warnings) = closure::missing(check, &charts, trees, &kept, out)
+        .map_err(|e| at(&check.config)(Problem::Closure(Box::new(e))))?;
+    packed.warnings.extend(warnings);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    match check.mode {
+        crate::content_file::ClosureCheck::Require => {
+            Err(at(&check.config)(Problem::MissingImages(missing)))
+        }
+        crate::content_file::ClosureCheck::Warn => {
+            packed
+                .warnings
+                .extend(missing.iter().map(|m| format!("images.closure: {m}")));
+            Ok(())
+        }
+    }
 }
 
 /// A file `pack` keeps beside the repositories, and its bytes (`None`: the file is not kept).

@@ -29,6 +29,14 @@ pub enum Problem {
     Unwritable(#[from] chartreg_core::oci::gojson::Unwritable),
     #[error("{name} is imported from {}; only charts merge with an imported repository", bundles.join(", "))]
     ImportedLayout { name: String, bundles: Vec<String> },
+    /// Boxed: the check reads charts, whose problems are these.
+    #[error("images.closure: {0}")]
+    Closure(Box<super::closure::Error>),
+    #[error(
+        "images.closure: require: the charts need images the content does not hold:{}",
+        .0.iter().map(|m| format!("\n  {m}")).collect::<String>()
+    )]
+    MissingImages(Vec<super::closure::Missing>),
     #[error("no chart packages (*.tgz) or chart folders found")]
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]

@@ -1,0 +1,322 @@
+//! `chartreg-build images`: the flags, the charts they name (a content file's, as pack reads
+//! them, or chart packages and folders given), and the three outputs: a table for people
+//! (`--why` says where each image was found), `--json`, and `--images-file` in mindthegap's
+//! images format, which `fetch --images-file` takes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::Serialize;
+
+use super::{ChartInput, Closure, Found, Helm, ImageRef, Options, Way};
+use crate::content_file::ContentFile;
+use crate::pack::command::PackArgs;
+use crate::pack::{Input, read_inputs};
+
+/// Why `images` did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Inputs(#[from] crate::pack::command::Error),
+    #[error(transparent)]
+    Pack(#[from] crate::pack::PackError),
+    #[error(transparent)]
+    ContentFile(#[from] crate::content_file::Error),
+    #[error(transparent)]
+    Find(#[from] super::Error),
+    #[error("--values {0}: expected CHART=FILE")]
+    ValuesFlag(String),
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("nothing to read: give chart packages or folders, or --config")]
+    NoInputs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImagesArgs {
+    /// Chart packages (`.tgz`), chart folders, or folders holding them.
+    pub inputs: Vec<PathBuf>,
+    /// A content file: its charts (and its lock's), and the values files its `images.values`
+    /// names per chart.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// A values file to find a chart's images with: `CHART=FILE` (repeatable; after the
+    /// content file's).
+    #[arg(long = "values", value_name = "CHART=FILE")]
+    pub values: Vec<String>,
+    /// Print a JSON list: per image, `image`, `repository` (as chartreg serves it), `tag`,
+    /// `digest`, `charts`, `needed`, and `found` (where).
+    #[arg(long)]
+    pub json: bool,
+    /// Under each image, where each chart references it.
+    #[arg(long)]
+    pub why: bool,
+    /// Also write the needed images to FILE in mindthegap's images format (`fetch
+    /// --images-file FILE` takes it).
+    #[arg(long, value_name = "FILE")]
+    pub images_file: Option<PathBuf>,
+    /// The Helm binary to render charts with [default: `helm` on the PATH; without one, images
+    /// are found statically].
+    #[arg(long, env = "CHARTREG_HELM")]
+    pub helm: Option<PathBuf>,
+    /// Use only these ways of finding (repeatable).
+    #[arg(long = "only", value_enum)]
+    pub only: Vec<Way>,
+}
+
+/// The charts and values files `config` and `inputs` name, read, and the values files per
+/// chart name (the content file's, then `extra`).
+pub fn chart_inputs(
+    config: Option<&Path>,
+    inputs: &[PathBuf],
+    extra: &BTreeMap<String, Vec<PathBuf>>,
+) -> Result<Vec<ChartInput>, Error> {
+    let pack = PackArgs {
+        inputs: inputs.to_vec(),
+        layouts: Vec::new(),
+        config: config.map(Path::to_owned),
+        out: PathBuf::from("assets"),
+        prefix: None,
+        check: false,
+        helm: None,
+    };
+    let mut request = pack.request()?;
+    request.layouts.clear();
+    request.images = None;
+    if request.charts.is_empty() {
+        return Err(Error::NoInputs);
+    }
+    let mut values: BTreeMap<String, Vec<PathBuf>> = match config {
+        Some(path) => ContentFile::read(path)?
+            .images
+            .map(|i| i.values)
+            .unwrap_or_default(),
+        None => BTreeMap::new(),
+    };
+    for (chart, files) in extra {
+        values
+            .entry(chart.clone())
+            .or_default()
+            .extend(files.iter().cloned());
+    }
+    read_inputs(&request)?
+        .into_iter()
+        .filter_map(|input| match input {
+            Input::Chart(chart) => Some(chart),
+            Input::Layout(_) => None,
+        })
+        .map(|chart| {
+            Ok(ChartInput {
+                package: super::package_bytes(&chart)?,
+                values: values.get(chart.chart.name()).cloned().unwrap_or_default(),
+                path: chart.path,
+            })
+        })
+        .collect()
+}
+
+/// The options `helm` and `only` make; [`note`] says when no Helm renders.
+pub fn options(helm: Option<&Path>, only: &[Way]) -> Result<Options, super::Error> {
+    let ways: BTreeSet<Way> = if only.is_empty() {
+        [Way::Render, Way::Annotation, Way::Values].into()
+    } else {
+        only.iter().copied().collect()
+    };
+    let helm = Helm::find(helm, std::env::var_os("PATH"))?;
+    Ok(Options { helm, ways })
+}
+
+/// A note on stderr when `options` asks to render and there is no Helm to render with.
+pub fn note(options: &Options) {
+    if options.helm.is_none() && options.ways.contains(&Way::Render) {
+        eprintln!(
+            "chartreg-build: note: helm is not on the PATH: images are found statically (from \
+             annotations and values), so a reference a template builds is missed, and images of \
+             parts the values leave disabled are counted; give --helm BIN to render"
+        );
+    }
+}
+
+/// Runs `chartreg-build images`.
+pub fn run(args: &ImagesArgs) -> Result<(), Error> {
+    let mut extra: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for spec in &args.values {
+        let (chart, file) = spec
+            .split_once('=')
+            .filter(|(c, f)| !c.is_empty() && !f.is_empty())
+            .ok_or_else(|| Error::ValuesFlag(spec.clone()))?;
+        extra.entry(chart.to_owned()).or_default().push(file.into());
+    }
+    let charts = chart_inputs(args.config.as_deref(), &args.inputs, &extra)?;
+    let options = options(args.helm.as_deref(), &args.only)?;
+    note(&options);
+    let closure = super::find(&charts, &options)?;
+    for warning in &closure.warnings {
+        eprintln!("chartreg-build: warning: {warning}");
+    }
+    if args.json {
+        println!("{}", json(&closure));
+    } else {
+        print!("{}", table(&closure, args.why));
+    }
+    if let Some(path) = &args.images_file {
+        let (text, left_out) = images_file(&closure);
+        for image in left_out {
+            eprintln!(
+                "chartreg-build: warning: {image} is pinned by digest only, and fetch takes tags: \
+                 not in {}",
+                path.display()
+            );
+        }
+        std::fs::write(path, text).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
+        eprintln!("chartreg-build: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// One image in `--json`.
+#[derive(Debug, Serialize)]
+struct Entry<'a> {
+    image: String,
+    repository: String,
+    tag: Option<&'a str>,
+    digest: Option<&'a str>,
+    charts: BTreeSet<&'a str>,
+    needed: bool,
+    found: &'a [Found],
+}
+
+fn entries(closure: &Closure) -> Vec<Entry<'_>> {
+    closure
+        .images
+        .iter()
+        .map(|(image, found)| Entry {
+            image: image.to_string(),
+            repository: image.repository(),
+            tag: image.tag().map(|t| t.as_str()),
+            digest: image.digest().map(|d| d.as_str()),
+            charts: found.iter().map(|f| f.chart.as_str()).collect(),
+            needed: found.iter().any(|f| f.needed),
+            found,
+        })
+        .collect()
+}
+
+/// The `--json` document.
+pub fn json(closure: &Closure) -> String {
+    serde_json::to_string_pretty(&entries(closure))
+        .unwrap_or_else(|_| unreachable!("strings, lists and booleans serialise"))
+}
+
+/// The table: image, needed, charts, ways; with `why`, one line per finding under each.
+pub fn table(closure: &Closure, why: bool) -> String {
+    let entries = entries(closure);
+    let rows: Vec<[String; 4]> = entries
+        .iter()
+        .map(|e| {
+            let ways: BTreeSet<Way> = e.found.iter().map(|f| f.from).collect();
+            let ways = ways.into_iter().map(Way::as_str);
+            [
+                e.image.clone(),
+                if e.needed { "yes" } else { "no" }.to_owned(),
+                e.charts.iter().copied().collect::<Vec<_>>().join(", "),
+                ways.collect::<Vec<_>>().join(", "),
+            ]
+        })
+        .collect();
+    let header = ["IMAGE", "NEEDED", "CHARTS", "FOUND BY"].map(str::to_owned);
+    let mut widths = [0; 4];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, row: &[String; 4]| {
+        let _ = writeln!(
+            out,
+            "{:w0$}  {:w1$}  {:w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+    };
+    line(&mut out, &header);
+    for (row, entry) in rows.iter().zip(&entries) {
+        line(&mut out, row);
+        if why {
+            for f in entry.found {
+                let sub = f
+                    .subchart
+                    .as_ref()
+                    .map(|s| format!(" (subchart {s})"))
+                    .unwrap_or_default();
+                let values = if f.values.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [values: {}]", f.values.join(", "))
+                };
+                let _ = writeln!(
+                    out,
+                    "    {}{sub} {}: {}{values}",
+                    f.chart,
+                    f.from.as_str(),
+                    f.at
+                );
+            }
+        }
+    }
+    let rendered = closure.charts.values().filter(|r| **r).count();
+    let _ = writeln!(
+        out,
+        "{} images ({} needed) in {} charts ({} rendered by Helm)",
+        entries.len(),
+        entries.iter().filter(|e| e.needed).count(),
+        closure.charts.len(),
+        rendered
+    );
+    out
+}
+
+/// The needed images in mindthegap's images format (registry -> `images` -> path -> tags), and
+/// those it cannot hold (pinned by digest only).
+pub fn images_file(closure: &Closure) -> (String, Vec<String>) {
+    let mut registries: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
+    let mut left_out = Vec::new();
+    let needed: Vec<&ImageRef> = closure.needed().map(|(image, _)| image).collect();
+    for image in needed {
+        match image.tag() {
+            Some(tag) => {
+                registries
+                    .entry(image.registry().as_str())
+                    .or_default()
+                    .entry(image.path())
+                    .or_default()
+                    .insert(tag.as_str());
+            }
+            None => left_out.push(image.to_string()),
+        }
+    }
+    let mut text =
+        String::from("# The images the charts need, as `chartreg-build images` found them.\n");
+    for (registry, images) in registries {
+        let _ = writeln!(text, "{registry}:\n  images:");
+        for (path, tags) in images {
+            let tags: Vec<String> = tags.iter().map(|t| format!("\"{t}\"")).collect();
+            let _ = writeln!(text, "    {path}: [{}]", tags.join(", "));
+        }
+    }
+    (text, left_out)
+}
