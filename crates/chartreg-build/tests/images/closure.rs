@@ -167,7 +167,7 @@ fn require_warn_and_nothing() {
         assert!(
             stderr
                 .lines()
-                .any(|l| l.trim_start().starts_with("warning:") && l.contains(image)),
+                .any(|l| l.contains("warning:") && l.contains(image)),
             "a warning: line names {image}: {stderr}"
         );
     }
@@ -176,4 +176,55 @@ fn require_warn_and_nothing() {
         "{stderr}"
     );
     assert!(work.path("assets-warned/charts/web/index.json").is_file());
+}
+
+/// Layouts an earlier pack wrote into the output, and no longer given, are kept there: they
+/// hold images for the check as the layouts given in the run do (read from disk), by tag and
+/// by the pinned digest.
+#[test]
+fn layouts_kept_from_an_earlier_pack_count() {
+    let Some(helm) = HelmFrom::flag("helm3") else {
+        return;
+    };
+    let work = Work::new();
+    let charts = "charts:\n  from: [charts/web]\n";
+    image_layout(&work, "nginx", "1.25.3");
+    image_layout(&work, "alpine", "3.20");
+    let busybox = image_layout(&work, "busybox", "1.36");
+    let layouts = format!(
+        "layouts:\n{}{}{}",
+        docker_hub("nginx", "1.25.3"),
+        docker_hub("alpine", "3.20"),
+        docker_hub("busybox", "1.36")
+    );
+    let out = pack(&work, &helm, &format!("{charts}{layouts}"), "assets");
+    assert!(out.status.success(), "{}", describe(&out));
+
+    // Not pinned to the layout's digest: busybox alone is missing.
+    let out = pack(
+        &work,
+        &helm,
+        &format!("{charts}images:\n  closure: require\n"),
+        "assets",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(BUSYBOX), "{stderr}");
+    for held in [NGINX, ALPINE] {
+        assert!(!stderr.contains(held), "{held} is held: {stderr}");
+    }
+
+    work.write(
+        "values/web-pins.yaml",
+        &format!("initImage: \"busybox:1.36@{busybox}\"\n"),
+    );
+    let out = pack(
+        &work,
+        &helm,
+        &format!(
+            "{charts}images:\n  closure: require\n  values:\n    web: [values/web-pins.yaml]\n"
+        ),
+        "assets",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
 }
