@@ -118,11 +118,15 @@ pub struct Lists {
     pub helm_charts_file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images_file: Option<String>,
+    /// `fetch --with-chart-images`: the values files used to find the charts' images, by
+    /// chart name (present, even empty, when the charts' images were fetched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_images: Option<BTreeMap<String, Vec<String>>>,
 }
 
 impl Lists {
     fn is_empty(&self) -> bool {
-        self.helm_charts_file.is_none() && self.images_file.is_none()
+        self.helm_charts_file.is_none() && self.images_file.is_none() && self.chart_images.is_none()
     }
 }
 
@@ -159,6 +163,10 @@ pub struct LockedImage {
     pub referrers: Vec<String>,
     /// The layout written, relative to the lock's folder, as `file` is.
     pub layout: String,
+    /// The charts (`NAME:VERSION`) that need it, when `fetch --with-chart-images` took it for
+    /// them (empty: only the images file asked for it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub charts: Vec<String>,
 }
 
 /// The repository a locked image (`REGISTRY/PATH:TAG`) is served as, and its tag: the path

@@ -1,6 +1,7 @@
 //! `chartreg-build fetch`: the flags, and [`run`], which finds the lists (given, or the ones the
 //! lock was made from), fetches ([`super::fetch`]) and prints what changed in the lock.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -27,6 +28,10 @@ pub enum Error {
     Lock(Box<crate::lock::Error>),
     #[error("fetch failed:\n{0}")]
     Fetch(Box<FetchError>),
+    #[error("fetch: --values {0}: expected CHART=FILE")]
+    ValuesFlag(String),
+    #[error("fetch: {0}")]
+    ChartImages(Box<crate::chart_images::Error>),
 }
 
 impl From<crate::lock::Error> for Error {
@@ -81,6 +86,22 @@ pub struct FetchArgs {
     /// Downloads at once.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub parallel: usize,
+    /// Fetch the images the fetched charts need too (as `chartreg-build images` finds them),
+    /// recorded in the lock with the charts that need each.
+    #[arg(long)]
+    pub with_chart_images: bool,
+    /// A values file to find a chart's images with: `CHART=FILE` (repeatable; with
+    /// `--with-chart-images`).
+    #[arg(
+        long = "values",
+        value_name = "CHART=FILE",
+        requires = "with_chart_images"
+    )]
+    pub values: Vec<String>,
+    /// The Helm binary that renders the charts for `--with-chart-images` [default: `helm` on
+    /// the PATH; without one, images are found statically].
+    #[arg(long, env = "CHARTREG_HELM")]
+    pub helm: Option<PathBuf>,
 }
 
 /// Runs `chartreg-build fetch` with `args`.
@@ -91,18 +112,50 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         (None, Some(list)) => list.parent().unwrap_or(Path::new("")).join("chartreg.lock"),
         (None, None) => return Err(Error::NoLists),
     };
-    // No list given: the ones the lock was made from.
+    let mut values: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for spec in &args.values {
+        let (chart, file) = spec
+            .split_once('=')
+            .filter(|(c, f)| !c.is_empty() && !f.is_empty())
+            .ok_or_else(|| Error::ValuesFlag(spec.clone()))?;
+        values
+            .entry(chart.to_owned())
+            .or_default()
+            .push(file.into());
+    }
+    let mut with_chart_images = args.with_chart_images;
+    // No list given: the ones the lock was made from (and its charts' images, if it took them).
     let (charts_file, images_file) = if given.is_some() {
         (args.helm_charts_file.clone(), args.images_file.clone())
     } else {
         // No lock names no lists: the error below says so.
         let lists = Lock::read(&lock)?.map(|l| l.lists).unwrap_or_default();
         let resolve = |p: Option<String>| p.map(|p| crate::lock::resolved(&lock, &p));
+        if let (Some(recorded), true) = (&lists.chart_images, args.values.is_empty()) {
+            with_chart_images = true;
+            for (chart, files) in recorded {
+                values.insert(
+                    chart.clone(),
+                    files
+                        .iter()
+                        .map(|f| crate::lock::resolved(&lock, f))
+                        .collect(),
+                );
+            }
+        }
         let lists = (resolve(lists.helm_charts_file), resolve(lists.images_file));
         if lists.0.is_none() && lists.1.is_none() {
             return Err(Error::LockNamesNoLists(lock));
         }
         lists
+    };
+    let chart_images = if with_chart_images {
+        let options = crate::chart_images::command::options(args.helm.as_deref(), &[])
+            .map_err(|e| Error::ChartImages(Box::new(e)))?;
+        crate::chart_images::command::note(&options);
+        Some(super::WithChartImages { options, values })
+    } else {
+        None
     };
     let ca_pem = match &args.ca_file {
         Some(path) => Some(Transport::read_ca_file(path)?),
@@ -122,6 +175,7 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
             plain_http: args.plain_http.clone(),
         },
         parallel: args.parallel,
+        chart_images,
     };
     let report = super::fetch(&options)?;
     let lock_state = if options.locked {

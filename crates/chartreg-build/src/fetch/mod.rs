@@ -16,6 +16,7 @@
 //! Errors (`problem`) name the repository, chart and version (or image) and say what went
 //! wrong: not found, authentication refused, digest mismatch, TLS failure.
 
+mod chart_images;
 mod charts;
 pub mod command;
 mod helm_repo;
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 use futures_util::StreamExt;
 
 pub use crate::lock::{Lock, LockedChart, LockedImage};
+pub use chart_images::WithChartImages;
 use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
 pub use problem::{Entry, Failed, Failure, FetchError, Problem, Unlocked};
 pub use transport::{CaFileError, Transport};
@@ -53,6 +55,8 @@ pub struct Options {
     pub transport: Transport,
     /// Downloads at once.
     pub parallel: usize,
+    /// `--with-chart-images`: the images the fetched charts need are fetched too.
+    pub chart_images: Option<WithChartImages>,
 }
 
 impl Options {
@@ -104,19 +108,36 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         None => ImagesFile::default(),
     };
     let chart_sources = lists::chart_sources(&charts_file)?;
-    let image_sources = lists::image_sources(&images_file);
+    let mut image_sources = lists::image_sources(&images_file);
     let previous = Lock::read(&options.lock)?;
     if options.locked {
         let Some(previous) = &previous else {
             return Err(FetchError::NoLock(options.lock.clone()));
         };
-        check_lists(&charts_file, &chart_sources, &image_sources, previous)?;
+        let mut asked = image_sources.clone();
+        if options.chart_images.is_some() {
+            asked.extend(chart_images::locked(previous));
+            asked.sort();
+            asked.dedup();
+        }
+        check_lists(&charts_file, &chart_sources, &asked, previous)?;
     }
     let progress = progress::Progress::new();
     let mut lock = Lock::new();
     lock.lists = crate::lock::Lists {
         helm_charts_file: options.charts_file.as_deref().map(|p| options.recorded(p)),
         images_file: options.images_file.as_deref().map(|p| options.recorded(p)),
+        chart_images: options.chart_images.as_ref().map(|with| {
+            with.values
+                .iter()
+                .map(|(chart, files)| {
+                    (
+                        chart.clone(),
+                        files.iter().map(|f| options.recorded(f)).collect(),
+                    )
+                })
+                .collect()
+        }),
     };
     let pinned = previous.as_ref().filter(|_| options.locked);
     let lists = Lists {
@@ -124,10 +145,25 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         images_file: &images_file,
     };
     let charts = fetch_charts(options, lists, &chart_sources, pinned, &progress).await;
+    let mut asked_by_charts = chart_images::Asked::new();
+    if let (Some(with), true) = (&options.chart_images, charts.failures.is_empty()) {
+        asked_by_charts = chart_images::asked(with, options, &charts.locked)?;
+        if let Some(pinned) = pinned {
+            chart_images::check_locked(&asked_by_charts, pinned)?;
+        }
+        image_sources.extend(asked_by_charts.values().map(|(source, _)| source.clone()));
+        image_sources.sort();
+        image_sources.dedup();
+    }
     let images = fetch_images(options, lists, &image_sources, pinned, &progress).await;
     progress.done();
     lock.charts = charts.locked;
     lock.images = images.locked;
+    for (key, image) in &mut lock.images {
+        if let Some((_, charts)) = asked_by_charts.get(key) {
+            image.charts = charts.iter().cloned().collect();
+        }
+    }
     let mut failures = charts.failures;
     failures.extend(images.failures);
     if !failures.is_empty() {
@@ -333,6 +369,7 @@ async fn fetch_images(
                                         platforms: c.platforms.clone(),
                                         referrers: c.referrers.clone(),
                                         layout: layout.clone(),
+                                        charts: Vec::new(),
                                     }),
                                     (None, _) => Err(Problem::NotFound),
                                 };

@@ -92,6 +92,9 @@ pub enum FetchError {
     /// Entries that failed, sorted by how they read.
     #[error("{}", lines(.0))]
     Entries(Vec<Failed>),
+    /// `--with-chart-images`: the charts' images could not be found (boxed: rare and large).
+    #[error("--with-chart-images: {0}")]
+    ChartImages(Box<crate::chart_images::Error>),
     /// With `--locked`: entries the lists and the lock do not both hold.
     #[error("{}\n(--locked: run fetch without --locked to update the lock)", lines(.0))]
     Unlocked(Vec<Unlocked>),
@@ -147,4 +150,8 @@ pub enum Unlocked {
     NotLocked(Entry),
     #[error("{0}: in the lock but not in the list")]
     NotListed(Entry),
+    #[error("{0}: the charts need it, but the lock does not pin it")]
+    ChartsNeed(Entry),
+    #[error("{0}: in the lock as an image the charts need, but none does now")]
+    ChartsNoLongerNeed(Entry),
 }

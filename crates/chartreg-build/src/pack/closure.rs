@@ -140,7 +140,9 @@ fn tags_of(index: &ImageIndex) -> BTreeSet<String> {
 }
 
 fn of_tree(name: &str, tree: &Tree) -> Result<Holding, Error> {
-    let tags = match tree.get(INDEX_FILE) {
+    // A repository's tree holds its files under its name (`quay.io/x/y/index.json`).
+    let index_key = format!("{name}/{INDEX_FILE}");
+    let tags = match tree.get(&index_key) {
         Some(entry) => {
             let data = match entry {
                 Entry::Bytes(data) => std::borrow::Cow::Borrowed(data.as_slice()),
@@ -155,7 +157,7 @@ fn of_tree(name: &str, tree: &Tree) -> Result<Holding, Error> {
             };
             let index: ImageIndex =
                 serde_json::from_slice(&data).map_err(|source| Error::Index {
-                    path: format!("{name}/{INDEX_FILE}"),
+                    path: index_key.clone(),
                     source,
                 })?;
             tags_of(&index)
@@ -166,8 +168,9 @@ fn of_tree(name: &str, tree: &Tree) -> Result<Holding, Error> {
         tags,
         blobs: tree
             .keys()
+            .filter_map(|k| k.strip_prefix(name)?.strip_prefix('/'))
             .filter(|k| k.starts_with("blobs/"))
-            .cloned()
+            .map(str::to_owned)
             .collect(),
     })
 }

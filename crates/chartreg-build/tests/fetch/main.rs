@@ -11,6 +11,7 @@
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
 #![cfg(test)]
 
+mod chart_images;
 mod classic;
 #[path = "../common/mod.rs"]
 mod common;
