@@ -124,16 +124,17 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
             .push(file.into());
     }
     let mut with_chart_images = args.with_chart_images;
-    // No list given: the ones the lock was made from (and its charts' images, if it took them).
-    let (charts_file, images_file) = if given.is_some() {
-        (args.helm_charts_file.clone(), args.images_file.clone())
+    let recorded = if given.is_none() || args.locked {
+        Lock::read(&lock)?.map(|l| l.lists).unwrap_or_default()
     } else {
-        // No lock names no lists: the error below says so.
-        let lists = Lock::read(&lock)?.map(|l| l.lists).unwrap_or_default();
-        let resolve = |p: Option<String>| p.map(|p| crate::lock::resolved(&lock, &p));
-        if let (Some(recorded), true) = (&lists.chart_images, args.values.is_empty()) {
-            with_chart_images = true;
-            for (chart, files) in recorded {
+        crate::lock::Lists::default()
+    };
+    // A lock that took its charts' images takes them again, with the values files it names
+    // (unless `--values` names others): with `--locked`, or from the lock alone.
+    if let Some(files) = &recorded.chart_images {
+        with_chart_images = true;
+        if args.values.is_empty() {
+            for (chart, files) in files {
                 values.insert(
                     chart.clone(),
                     files
@@ -143,7 +144,17 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
                 );
             }
         }
-        let lists = (resolve(lists.helm_charts_file), resolve(lists.images_file));
+    }
+    // No list given: the ones the lock was made from.
+    let (charts_file, images_file) = if given.is_some() {
+        (args.helm_charts_file.clone(), args.images_file.clone())
+    } else {
+        // No lock names no lists: the error below says so.
+        let resolve = |p: &Option<String>| p.as_ref().map(|p| crate::lock::resolved(&lock, p));
+        let lists = (
+            resolve(&recorded.helm_charts_file),
+            resolve(&recorded.images_file),
+        );
         if lists.0.is_none() && lists.1.is_none() {
             return Err(Error::LockNamesNoLists(lock));
         }

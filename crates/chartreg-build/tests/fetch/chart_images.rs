@@ -109,6 +109,18 @@ fn the_images_the_fetched_charts_need_are_fetched_with_them_and_locked() {
     // From the lock alone: the charts still need exactly what it pins.
     let out = work.fetch_ok(&["--locked", "--lock", "chartreg.lock", "--helm", &helm_arg]);
     assert!(out.contains("lock matches"), "{out}");
+    // With the lists given, --locked follows the lock: its charts' images are asked for too.
+    let out = work.fetch_ok(&[
+        "--locked",
+        "--helm-charts-file",
+        "charts.yaml",
+        "--helm",
+        &helm_arg,
+    ]);
+    assert!(
+        out.contains("fetched 1 charts, 2 images; lock matches"),
+        "{out}"
+    );
 
     // Packed with the closure required: every image the chart needs is held.
     work.write(
