@@ -42,6 +42,12 @@ charts:
 
 # What `chartreg-build fetch` took from upstream, pinned; packed with the rest, offline:
 # lock: chartreg.lock
+
+# The images the charts need (`chartreg-build images --config content.yaml` lists them):
+# images:
+#   closure: require         # pack fails (warn: warns) when the content lacks one
+#   values:                  # values files to find a chart's images with, by chart name
+#     my-chart: [values/my-chart.yaml]
 ";
 
 /// What the tool generates in a content repository, kept out of git.
