@@ -210,7 +210,15 @@ fn find_one(input: &ChartInput, options: &Options, closure: &mut Closure) -> Res
     }
     if options.ways.contains(&Way::Values) {
         for v in values::find(&tree, &given) {
-            add(v.image, v.subchart, Way::Values, v.at, !rendered);
+            // The values file that last sets it, when one does.
+            let at = input
+                .values
+                .iter()
+                .zip(&given)
+                .rev()
+                .find(|(_, file)| values::sets(file, &v.path))
+                .map_or(v.at, |(name, _)| format!("{} {}", name.display(), v.path));
+            add(v.image, v.subchart, Way::Values, at, !rendered);
         }
     }
     closure.charts.insert(chart, rendered);

@@ -26,6 +26,26 @@ pub struct Valued {
     /// `values.yaml controller.image`, the path from the chart's own values
     /// (`values.yaml agent.image` for subchart `agent`).
     pub at: String,
+    /// The path alone (`controller.image`).
+    pub path: String,
+}
+
+/// Whether `values` sets anything at `path` (`a.b.c`; at a list, `a.b[0].c`, whether it sets
+/// the list).
+pub fn sets(values: &Value, path: &str) -> bool {
+    let mut here = values;
+    for part in path.split('.') {
+        let (key, in_list) = match part.split_once('[') {
+            Some((key, _)) => (key, true),
+            None => (part, false),
+        };
+        match here.get(key) {
+            Some(next) if in_list => return !next.is_null(),
+            Some(next) => here = next,
+            None => return false,
+        }
+    }
+    !here.is_null()
 }
 
 /// Lays `over` onto `base` as Helm coalesces values: mappings merge key by key, a null removes
@@ -124,6 +144,7 @@ impl Reading<'_> {
                 image,
                 subchart: self.subchart.clone(),
                 at: format!("values.yaml {path}"),
+                path: path.to_owned(),
             });
             return;
         }
@@ -341,6 +362,17 @@ name: image
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn a_file_sets_a_path_or_not() {
+        let file: Value =
+            serde_yaml_ng::from_str("web: {image: nginx}\nlist: [{image: a}]\n").unwrap();
+        assert!(sets(&file, "web.image"));
+        assert!(sets(&file, "web"));
+        assert!(sets(&file, "list[0].image"));
+        assert!(!sets(&file, "web.image.tag"));
+        assert!(!sets(&file, "other.image"));
     }
 
     #[test]

@@ -254,6 +254,12 @@ fn a_registry_with_a_port() {
         render.values.len() == 1 && render.values[0].ends_with("values/web-local.yaml"),
         "{render:#?}"
     );
+    // The static reading names the values file that sets the image, not the chart's own.
+    let valued = local.one(WEB, "values");
+    assert!(
+        valued.at.ends_with("values/web-local.yaml image"),
+        "{valued:#?}"
+    );
     // nginx is no longer rendered: at most listed from values.yaml, not needed.
     if let Some(nginx) = listed.iter().find(|l| l.image == NGINX) {
         assert!(
