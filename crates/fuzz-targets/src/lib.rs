@@ -100,6 +100,19 @@ pub fn parsers(data: &[u8]) {
         }
     }
     let _ = s.parse::<Reference>();
+    if let Ok(image) = chartreg_build::chart_images::ImageRef::parse(&s) {
+        let again = chartreg_build::chart_images::ImageRef::parse(&image.to_string());
+        assert_eq!(
+            again.as_ref().ok(),
+            Some(&image),
+            "a normal reference is its own"
+        );
+        assert!(
+            chartreg_core::oci::Namespace::split(&image.repository()).is_some(),
+            "an image is served in its registry's namespace"
+        );
+    }
+    let _ = chartreg_build::chart_images::rendered::find(&s);
     if let Some(spec) = chartreg::http::RangeSpec::parse(&s) {
         for size in [0, 1, 580, u64::MAX] {
             if let chartreg::http::Selection::Partial { start, end } = spec.select(size) {
@@ -226,6 +239,11 @@ pub fn facts(data: &[u8]) {
 pub fn chart_package(data: &[u8]) {
     if let Ok(chart) = chartreg_build::pack::read_chart(data) {
         assert!(!chart.name().is_empty() && !chart.version().is_empty());
+    }
+    if let Ok(tree) = chartreg_build::chart_images::ChartTree::read(data) {
+        let mut warnings = Vec::new();
+        let _ = chartreg_build::chart_images::annotations::find(&tree, &mut warnings);
+        let _ = chartreg_build::chart_images::values::find(&tree, &[]);
     }
 }
 
