@@ -26,8 +26,6 @@ pub enum Error {
     ContentFile(#[from] crate::content_file::Error),
     #[error(transparent)]
     Find(#[from] super::Error),
-    #[error("--values {0}: expected CHART=FILE")]
-    ValuesFlag(String),
     #[error("{}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -47,8 +45,8 @@ pub struct ImagesArgs {
     pub config: Option<PathBuf>,
     /// A values file to find a chart's images with: `CHART=FILE` (repeatable; after the
     /// content file's).
-    #[arg(long = "values", value_name = "CHART=FILE")]
-    pub values: Vec<String>,
+    #[arg(long = "values", value_name = "CHART=FILE", value_parser = chart_values)]
+    pub values: Vec<(String, PathBuf)>,
     /// Print a JSON list: per image, `image`, `repository` (as chartreg serves it), `tag`,
     /// `digest`, `charts`, `needed`, and `found` (where).
     #[arg(long)]
@@ -67,6 +65,23 @@ pub struct ImagesArgs {
     /// Use only these ways of finding (repeatable).
     #[arg(long = "only", value_enum)]
     pub only: Vec<Way>,
+}
+
+/// `--values CHART=FILE`'s value parser (clap shows the error after the value it refuses).
+pub fn chart_values(s: &str) -> Result<(String, PathBuf), &'static str> {
+    s.split_once('=')
+        .filter(|(chart, file)| !chart.is_empty() && !file.is_empty())
+        .map(|(chart, file)| (chart.to_owned(), PathBuf::from(file)))
+        .ok_or("expected CHART=FILE: a chart name, `=`, a values file")
+}
+
+/// `--values` flags as values files by chart name, in the order given.
+pub fn by_chart(flags: &[(String, PathBuf)]) -> BTreeMap<String, Vec<PathBuf>> {
+    let mut files: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for (chart, file) in flags {
+        files.entry(chart.clone()).or_default().push(file.clone());
+    }
+    files
 }
 
 /// The charts and values files `config` and `inputs` name, read, and the values files per
@@ -144,14 +159,7 @@ pub fn note(options: &Options) {
 
 /// Runs `chartreg-build images`.
 pub fn run(args: &ImagesArgs) -> Result<(), Error> {
-    let mut extra: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for spec in &args.values {
-        let (chart, file) = spec
-            .split_once('=')
-            .filter(|(c, f)| !c.is_empty() && !f.is_empty())
-            .ok_or_else(|| Error::ValuesFlag(spec.clone()))?;
-        extra.entry(chart.to_owned()).or_default().push(file.into());
-    }
+    let extra = by_chart(&args.values);
     let charts = chart_inputs(args.config.as_deref(), &args.inputs, &extra)?;
     let options = options(args.helm.as_deref(), &args.only)?;
     note(&options);

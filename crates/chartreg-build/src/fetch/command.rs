@@ -1,7 +1,6 @@
 //! `chartreg-build fetch`: the flags, and [`run`], which finds the lists (given, or the ones the
 //! lock was made from), fetches ([`super::fetch`]) and prints what changed in the lock.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -28,8 +27,6 @@ pub enum Error {
     Lock(Box<crate::lock::Error>),
     #[error("fetch failed:\n{0}")]
     Fetch(Box<FetchError>),
-    #[error("fetch: --values {0}: expected CHART=FILE")]
-    ValuesFlag(String),
     #[error("fetch: {0}")]
     ChartImages(Box<crate::chart_images::Error>),
 }
@@ -95,9 +92,10 @@ pub struct FetchArgs {
     #[arg(
         long = "values",
         value_name = "CHART=FILE",
-        requires = "with_chart_images"
+        requires = "with_chart_images",
+        value_parser = crate::chart_images::command::chart_values
     )]
-    pub values: Vec<String>,
+    pub values: Vec<(String, PathBuf)>,
     /// The Helm binary that renders the charts for `--with-chart-images` [default: `helm` on
     /// the PATH; without one, images are found statically].
     #[arg(long, env = "CHARTREG_HELM")]
@@ -112,17 +110,7 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         (None, Some(list)) => list.parent().unwrap_or(Path::new("")).join("chartreg.lock"),
         (None, None) => return Err(Error::NoLists),
     };
-    let mut values: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for spec in &args.values {
-        let (chart, file) = spec
-            .split_once('=')
-            .filter(|(c, f)| !c.is_empty() && !f.is_empty())
-            .ok_or_else(|| Error::ValuesFlag(spec.clone()))?;
-        values
-            .entry(chart.to_owned())
-            .or_default()
-            .push(file.into());
-    }
+    let mut values = crate::chart_images::command::by_chart(&args.values);
     let mut with_chart_images = args.with_chart_images;
     let recorded = if given.is_none() || args.locked {
         Lock::read(&lock)?.map(|l| l.lists).unwrap_or_default()
