@@ -430,3 +430,153 @@ async fn many_repositories_open_with_an_index_of_their_names() {
     let few = text(&call(chart_and_images(4), Method::GET, "/", &[]).await);
     assert!(!few.contains("<nav"), "{few}");
 }
+
+/// The content of `common::images_content` (`images: {closure: warn}`: pack warns of the image
+/// it does not hold, and packs), packed with no Helm (the images found statically), and the
+/// digest the chart pins.
+fn images_registry() -> (Registry, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let content = common::images_content(dir.path(), "{closure: warn}");
+    let (_out, registry) = common::packed_images(&content.config, None);
+    (registry, content.agent_digest)
+}
+
+#[actix_web::test]
+async fn a_chart_versions_page_lists_the_images_it_needs_held_or_not() {
+    let (registry, digest) = images_registry();
+    let html = text(&call(registry, Method::GET, "/ui/charts/app", &[]).await);
+    assert!(html.contains("<h3>Images</h3>"), "{html}");
+    assert!(
+        html.contains("1 of the 3 images it needs is not held here"),
+        "{html}"
+    );
+    let row = |image: &str| {
+        let at = html
+            .find(&format!("<td><code>{image}</code></td>"))
+            .unwrap_or_else(|| panic!("{image}: {html}"));
+        html[at..].split("</tr>").next().unwrap().to_owned()
+    };
+    let agent = row("quay.io/example/agent:v1");
+    assert!(
+        agent.contains("<td>held</td>") && agent.contains("statically: values"),
+        "{agent}"
+    );
+    let pinned = row(&format!("quay.io/example/agent:v0@{digest}"));
+    assert!(
+        pinned.contains("<td>held</td>"),
+        "pulled by digest: {pinned}"
+    );
+    let busybox = row("docker.io/library/busybox:1.36");
+    assert!(
+        busybox.contains(r#"<td class="missing">not held</td>"#),
+        "{busybox}"
+    );
+    // A repository without the list shows no images part.
+    let agent_page = text(
+        &call(
+            images_registry().0,
+            Method::GET,
+            "/ui/quay.io/example/agent",
+            &[],
+        )
+        .await,
+    );
+    assert!(!agent_page.contains("<h3>Images</h3>"), "{agent_page}");
+    for uri in ["/ui/charts/hello", "/ui/charts/motd"] {
+        let page = text(&get(uri).await);
+        assert!(!page.contains("<h3>Images</h3>"), "{uri}: {page}");
+    }
+}
+
+#[actix_web::test]
+async fn the_json_of_a_chart_version_carries_its_images() {
+    let (registry, digest) = images_registry();
+    let r = call(
+        registry,
+        Method::GET,
+        "/ui/charts/app",
+        &[("Accept", "application/json")],
+    )
+    .await;
+    let v = r.json();
+    assert_eq!(
+        v["versions"][0]["images"],
+        json!([
+            {
+                "image": "docker.io/library/busybox:1.36",
+                "repository": "docker.io/library/busybox",
+                "held": false,
+                "from": ["values"],
+            },
+            {
+                "image": format!("quay.io/example/agent:v0@{digest}"),
+                "repository": "quay.io/example/agent",
+                "held": true,
+                "from": ["values"],
+            },
+            {
+                "image": "quay.io/example/agent:v1",
+                "repository": "quay.io/example/agent",
+                "held": true,
+                "from": ["values"],
+            },
+        ])
+    );
+    // The overview's JSON is the same information.
+    let (registry, _) = images_registry();
+    let overview = call(
+        registry,
+        Method::GET,
+        "/",
+        &[("Accept", "application/json")],
+    )
+    .await
+    .json();
+    let app = overview["repositories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "charts/app")
+        .unwrap();
+    assert_eq!(app["versions"][0]["images"], v["versions"][0]["images"]);
+    // Content without the list: no `images` key anywhere.
+    let plain = call(
+        common::assets_registry(),
+        Method::GET,
+        "/",
+        &[("Accept", "application/json")],
+    )
+    .await;
+    assert!(
+        !String::from_utf8_lossy(&plain.body).contains("\"images\""),
+        "no images key"
+    );
+}
+
+/// `chartreg ls --json` prints these rows (the binary's listing of this content is in
+/// tests/embed): a chart version's row carries its images, no other row has the key.
+#[test]
+fn ls_rows_of_chart_versions_carry_their_images() {
+    let (registry, _) = images_registry();
+    let rows = serde_json::to_value(chartreg::inspect::rows(&registry).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    let app = rows
+        .iter()
+        .find(|r| r["repository"] == "charts/app")
+        .unwrap();
+    let held: Vec<(&str, bool)> = app["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["image"].as_str().unwrap(), i["held"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(held.len(), 3, "{app}");
+    assert!(
+        held.contains(&("docker.io/library/busybox:1.36", false)),
+        "{app}"
+    );
+    assert!(held.contains(&("quay.io/example/agent:v1", true)), "{app}");
+    for row in rows.iter().filter(|r| r["repository"] != "charts/app") {
+        assert!(row.get("images").is_none(), "{row}");
+    }
+}

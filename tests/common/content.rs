@@ -1,8 +1,10 @@
 //! Content on disk for the tests: the files of a folder as the binary embeds them, the
-//! committed `assets/` as a registry, the names in a folder, sha256 digests, a chart folder.
+//! committed `assets/` as a registry, the names in a folder, sha256 digests, a chart folder,
+//! a content repository whose charts need images it holds and does not hold.
 //!
 //! Shared by the server's tests (`tests/common`) and the build tool's (`crates/chartreg-build/tests/common`,
-//! which includes this file by path); `super::root()` is the repository root on both sides.
+//! which includes this file by path); `super::root()` is the repository root on both sides, and
+//! `super::generated_layout` (`clients.rs`) is there on both.
 
 use std::path::{Path, PathBuf};
 
@@ -63,4 +65,58 @@ pub fn chart_folder(dir: &Path, name: &str, version: &str) -> PathBuf {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-{{ .Chart.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  version: {{ .Chart.Version | quote }}\n",
     );
     folder
+}
+
+/// What [`images_content`] wrote.
+pub struct ImagesContent {
+    /// The content file.
+    pub config: PathBuf,
+    /// The digest of the image the content holds, which the chart also pins.
+    pub agent_digest: String,
+}
+
+/// A content folder whose `content.yaml` has an `images:` section (`images`: its value, such
+/// as `{}` or `{closure: warn}`): the chart `app` 1.0.0 (`charts/app/`), whose values and
+/// Deployment name three images: `quay.io/example/agent:v1`, which the content holds (the
+/// layout `images/agent`, served as `quay.io/example/agent`); the same image pinned by its
+/// digest under a tag the content does not hold (held: a node pulls it by the digest); and
+/// `busybox:1.36` (`docker.io/library/busybox:1.36`), which the content does not hold.
+pub fn images_content(dir: &Path, images: &str) -> ImagesContent {
+    let agent = super::generated_layout(
+        "agent",
+        "v1",
+        ("application/vnd.oci.image.config.v1+json", b"{}"),
+        &[("application/vnd.oci.image.layer.v1.tar", b"agent")],
+    );
+    for file in &agent.files {
+        let path = dir.join("images").join(file.path.as_ref());
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("layout folder");
+        std::fs::write(path, &file.data).expect("layout file");
+    }
+    let chart = chart_folder(&dir.join("charts"), "app", "1.0.0");
+    let digest = &agent.manifest_digest;
+    std::fs::write(
+        chart.join("values.yaml"),
+        format!(
+            "image:\n  registry: quay.io\n  repository: example/agent\n  tag: v1\nsidecar:\n  image: busybox:1.36\npinned:\n  image: quay.io/example/agent:v0@{digest}\ngreeting: hello\n"
+        ),
+    )
+    .expect("values");
+    std::fs::write(
+        chart.join("templates/deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  selector:\n    matchLabels: {app: agent}\n  template:\n    metadata:\n      labels: {app: agent}\n    spec:\n      initContainers:\n        - name: pinned\n          image: {{ .Values.pinned.image }}\n      containers:\n        - name: agent\n          image: \"{{ .Values.image.registry }}/{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n        - name: sidecar\n          image: {{ .Values.sidecar.image }}\n",
+    )
+    .expect("template");
+    let config = dir.join("content.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "charts:\n  from: [charts]\nlayouts:\n  - from: images/agent\n    repository: example/agent\n    namespace: quay.io\nimages: {images}\n"
+        ),
+    )
+    .expect("content file");
+    ImagesContent {
+        config,
+        agent_digest: agent.manifest_digest,
+    }
 }

@@ -54,6 +54,44 @@ pub fn packed(args: &[&str]) -> (tempfile::TempDir, Registry) {
     (out, registry)
 }
 
+/// `chartreg-build pack --config CONFIG --out OUT` finding the images the charts need with
+/// `helm`, or with none (an empty PATH and no `CHARTREG_HELM`: statically, as on a machine
+/// without Helm, and as `make check` runs); `check`: with `--check`. Its output, whether it
+/// succeeded or not.
+pub fn pack_images(
+    config: &Path,
+    out: &Path,
+    helm: Option<&Path>,
+    check: bool,
+) -> std::process::Output {
+    let no_path = tempfile::tempdir().expect("temp dir");
+    let mut cmd = Command::new(chartreg_build_bin());
+    cmd.arg("pack")
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(out)
+        .env_remove("CHARTREG_HELM");
+    if check {
+        cmd.arg("--check");
+    }
+    match helm {
+        Some(helm) => cmd.arg("--helm").arg(helm),
+        None => cmd.env("PATH", no_path.path()),
+    };
+    cmd.output().expect("chartreg-build runs")
+}
+
+/// [`pack_images`] into a new folder, which must succeed; the folder and the registry the
+/// server would build from it.
+pub fn packed_images(config: &Path, helm: Option<&Path>) -> (tempfile::TempDir, Registry) {
+    let out = tempfile::tempdir().expect("temp dir");
+    let done = pack_images(config, out.path(), helm, false);
+    assert!(done.status.success(), "pack: {}", describe(&done));
+    let registry = Registry::from_files(files_in(out.path())).expect("packed content loads");
+    (out, registry)
+}
+
 /// An OCI image manifest of an empty config and one layer of `layer`, its blobs added to
 /// `layout`.
 pub fn image(layout: &mut LayoutBuilder, layer: &[u8]) -> ImageManifest {

@@ -6,6 +6,7 @@
 //! serve. `linked`: files of 1 MiB and more linked in as objects (in `.lrodata`) and served
 //! byte for byte. `downloads`: large downloads, many at once, and through a graceful shutdown.
 //! `addons`: `addons-config` names the versions Helm 3 and 4 pull without `--version`.
+//! `chart_images`: the images each chart version needs, listed by `ls` and checked at start-up.
 //!
 //! Builds go to their own target folder (`target/embed-test`), one at a time, and each binary
 //! is copied out before use, so that they never disturb the binary the other tests run or each
@@ -17,6 +18,7 @@
 mod common;
 
 mod addons;
+mod chart_images;
 mod downloads;
 mod linked;
 mod refused;

@@ -4,7 +4,8 @@
 //! fails without it; unknown charts fail; and what `helm push` stores in the CNCF
 //! distribution registry has the same descriptors as what chartreg serves; chart folders packed
 //! by `chartreg-build` are what Helm makes of the folders; versions are found as people write
-//! them; the commands the chartreg chart's NOTES print work as printed.
+//! them; the commands the chartreg chart's NOTES print work as printed; pack finds the images
+//! charts need by rendering them.
 //!
 //! Every test runs once per Helm version (the case name says which), each with its own
 //! chartreg process and Helm home folders.
@@ -12,6 +13,7 @@
 #![cfg(test)]
 
 mod addons;
+mod chart_images;
 #[path = "../common/mod.rs"]
 mod common;
 mod folders;

@@ -14,7 +14,8 @@
 //!     namespace: quay.io      # optional: the upstream registry it came from; served as
 //!                             # quay.io/images/sample, and to nodes asking with ?ns=quay.io
 //! lock: chartreg.lock         # optional: what `chartreg-build fetch` took, checked, packed
-//! images:                     # optional: the images the charts need (`chartreg-build images`)
+//! images:                     # optional: the images the charts need (`chartreg-build images`),
+//!                             # which pack writes down (`chart-images.json`) for the pages
 //!   closure: require          # pack fails (`warn`: warns) when a chart needs an image the
 //!                             # content does not hold; absent: not checked
 //!   values:                   # values files to find a chart's images with, by chart name

@@ -4,7 +4,8 @@
 //! `ls`: a row per tag, and one per referrer (signatures, attestations, SBOMs attached by
 //! `subject`, which have no tag): repository, tag, kind, platforms, digest, and the bytes a
 //! pull downloads; the table ends with the total of distinct bytes (a blob shared by several
-//! images counted once).
+//! images counted once). With `--json`, a chart version's row carries the images it needs,
+//! each held or not, when the content lists them (as its page shows them, `web::model`).
 //!
 //! `verify`: re-hashes every embedded file, describes the content in full with nothing trusted
 //! (no hash from the build, no facts), checks that the facts the binary was built with are
@@ -23,6 +24,8 @@ use chartreg_core::content::{
 };
 use chartreg_core::oci::Digest;
 
+use crate::web::model::{ImageView, chart_parts, images};
+
 /// One row of `chartreg ls`.
 #[derive(Debug, Serialize)]
 pub struct Listed<'a> {
@@ -40,6 +43,9 @@ pub struct Listed<'a> {
     pub subject: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact_type: Option<String>,
+    /// The images a chart version needs, when the content lists them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<ImageView>>,
 }
 
 /// Every row of `ls` for `registry`: repositories in catalog order, tags then referrers.
@@ -51,13 +57,30 @@ pub fn rows(registry: &Registry) -> Result<Vec<Listed<'_>>, Unreadable> {
             let Some(manifest) = repository.tagged(tag) else {
                 continue;
             };
-            rows.push(row(repository, manifest, Some(tag), None)?);
+            let mut listed = row(repository, manifest, Some(tag), None)?;
+            if listed.kind == Kind::Chart && registry.has_chart_images() {
+                listed.images = chart_images(registry, repository, manifest)?;
+            }
+            rows.push(listed);
         }
         for (subject, manifest) in repository.referring() {
             rows.push(row(repository, manifest, None, Some(subject))?);
         }
     }
     Ok(rows)
+}
+
+/// The images the chart `manifest` needs, by the version its metadata names.
+fn chart_images(
+    registry: &Registry,
+    repository: &Repository,
+    manifest: &Manifest,
+) -> Result<Option<Vec<ImageView>>, Unreadable> {
+    let Some(parts) = chart_parts(repository, manifest)? else {
+        return Ok(None);
+    };
+    let version = parts.metadata.get("version").and_then(|v| v.as_str());
+    Ok(version.and_then(|version| images(registry, repository.name(), version)))
 }
 
 fn row<'a>(
@@ -76,6 +99,7 @@ fn row<'a>(
         platforms: artifact.platforms,
         subject: subject.map(Digest::as_str),
         artifact_type: artifact.artifact_type,
+        images: None,
     })
 }
 

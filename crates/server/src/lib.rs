@@ -16,7 +16,8 @@
 //! - [`cli`] is the command line: `serve`, `ls`, `verify`, `addons-config`, `mirror-config`.
 //!
 //! Dependencies point one way: `cli` -> `serve` -> `listener` -> `http` -> `chartreg_core`;
-//! `cli` -> `addons` (-> `web`, `versions`), `inspect`, `mirror_config` -> `chartreg_core`;
+//! `cli` -> `addons` (-> `web`, `versions`), `inspect` (-> `web`), `mirror_config` ->
+//! `chartreg_core`;
 //! `http` -> `metrics`, `logging` (neither imports the other modules).
 //!
 //! No `unsafe` code is written here (`[workspace.lints]` forbids it); the one `unsafe` in the

@@ -11,7 +11,8 @@
 //! place it was found. An image is *needed* when rendering or an annotation found it, or when
 //! the values did in a chart that was not rendered (no Helm, or Helm failed); an image only the
 //! values name in a rendered chart is listed, not needed (a part those values leave disabled).
-//! `command` is `chartreg-build images`; pack checks the closure against what it packs.
+//! `command` is `chartreg-build images`; pack checks the closure against what it packs, and
+//! writes down what each chart version needs (`pack::images_file`).
 
 pub mod annotations;
 pub mod command;
@@ -67,6 +68,17 @@ impl Way {
             Way::Render => "render",
             Way::Annotation => "annotation",
             Way::Values => "values",
+        }
+    }
+}
+
+/// The way as the list pack writes beside the repositories names it.
+impl From<Way> for chartreg_core::content::Way {
+    fn from(way: Way) -> Self {
+        match way {
+            Way::Render => chartreg_core::content::Way::Render,
+            Way::Annotation => chartreg_core::content::Way::Annotation,
+            Way::Values => chartreg_core::content::Way::Values,
         }
     }
 }

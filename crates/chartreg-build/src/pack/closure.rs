@@ -1,9 +1,11 @@
-//! The content file's `images: {closure: require | warn}`: every image the packed charts need
-//! (`chart_images`) must be held by what pack writes, as a node will ask for it: the repository
-//! chartreg serves it as (`quay.io/x/y`, `docker.io/library/nginx`), holding its tag, or, when
-//! the chart pins a digest, that manifest (the node pulls by the digest). A repository is read
-//! from the tree pack is about to write, or, for one pack keeps without writing (imported
-//! from a bundle), from its `index.json` and blobs on disk.
+//! The content file's `images:` section: [`find`] finds the images the packed charts need
+//! (`chart_images`), once per run; `images_file` writes them down, and with `closure: require
+//! | warn` [`missing`] checks them: every image needed must be held by what pack writes, as a
+//! node will ask for it: the repository chartreg serves it as (`quay.io/x/y`,
+//! `docker.io/library/nginx`), holding its tag, or, when the chart pins a digest, that
+//! manifest (the node pulls by the digest). A repository is read from the tree pack is about
+//! to write, or, for one pack keeps without writing (imported from a bundle), from its
+//! `index.json` and blobs on disk.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -12,15 +14,16 @@ use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME, blob_path};
 use chartreg_core::tree::{Entry, Tree};
 
 use super::ChartPackage;
-use crate::chart_images::{self, ChartInput, ImageRef, Options};
+use crate::chart_images::{self, ChartInput, Closure, ImageRef, Options};
 use crate::content_file::ClosureCheck;
 
-/// What the content file asks for.
+/// What the content file's `images:` section asks for.
 #[derive(Debug, Clone)]
 pub struct ImagesCheck {
     /// The content file, for messages.
     pub config: PathBuf,
-    pub mode: ClosureCheck,
+    /// `images.closure`; absent: the images are found and written down, not checked.
+    pub mode: Option<ClosureCheck>,
     /// Values files by chart name.
     pub values: BTreeMap<String, Vec<PathBuf>>,
     pub options: Options,
@@ -77,15 +80,8 @@ struct Holding {
     blobs: BTreeSet<String>,
 }
 
-/// The needed images of `charts` that neither `trees` (by repository name) nor the
-/// repositories in `kept` (on disk under `out`) hold.
-pub fn missing<'t>(
-    check: &ImagesCheck,
-    charts: &[&ChartPackage],
-    trees: impl Iterator<Item = (&'t String, &'t Tree)>,
-    kept: &BTreeSet<String>,
-    out: &Path,
-) -> Result<(Vec<Missing>, Vec<String>), Error> {
+/// The images of `charts`, found as `check` says.
+pub fn find(check: &ImagesCheck, charts: &[&ChartPackage]) -> Result<Closure, Error> {
     let charts = charts
         .iter()
         .map(|chart| {
@@ -100,7 +96,17 @@ pub fn missing<'t>(
             })
         })
         .collect::<Result<Vec<_>, chart_images::Error>>()?;
-    let closure = chart_images::find(&charts, &check.options)?;
+    Ok(chart_images::find(&charts, &check.options)?)
+}
+
+/// The needed images of `closure` that neither `trees` (by repository name) nor the
+/// repositories in `kept` (on disk under `out`) hold.
+pub fn missing<'t>(
+    closure: &Closure,
+    trees: impl Iterator<Item = (&'t String, &'t Tree)>,
+    kept: &BTreeSet<String>,
+    out: &Path,
+) -> Result<Vec<Missing>, Error> {
     let trees: BTreeMap<&String, &Tree> = trees.collect();
     let mut holdings: BTreeMap<String, Option<Holding>> = BTreeMap::new();
     let mut missing = Vec::new();
@@ -128,7 +134,7 @@ pub fn missing<'t>(
             });
         }
     }
-    Ok((missing, closure.warnings))
+    Ok(missing)
 }
 
 fn tags_of(index: &ImageIndex) -> BTreeSet<String> {

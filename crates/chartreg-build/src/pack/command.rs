@@ -52,8 +52,9 @@ pub struct PackArgs {
     /// repositories and the record) are not what packing gives.
     #[arg(long)]
     pub check: bool,
-    /// The Helm binary that renders charts for the content file's `images.closure` check
-    /// [default: `helm` on the PATH; without one, images are found statically].
+    /// The Helm binary that renders charts to find the images they need, when the content file
+    /// has an `images:` section [default: `helm` on the PATH; without one, images are found
+    /// statically].
     #[arg(long, env = "CHARTREG_HELM")]
     pub helm: Option<PathBuf>,
 }
@@ -84,14 +85,12 @@ impl PackArgs {
                 prefix.clone_from(&c.prefix);
             }
             layouts.extend(file.layout_specs(path)?);
-            if let Some(i) = &file.images
-                && let Some(mode) = i.closure
-            {
+            if let Some(i) = &file.images {
                 let options = crate::chart_images::command::options(self.helm.as_deref(), &[])
                     .map_err(|e| Error::Images(Box::new(e)))?;
                 images = Some(super::closure::ImagesCheck {
                     config: path.clone(),
-                    mode,
+                    mode: i.closure,
                     values: i.values.clone(),
                     options,
                 });

@@ -14,6 +14,9 @@
 //!    place with their digests checked again, an unchanged repository left untouched), removes
 //!    the chart repositories it no longer has inputs for, and writes down what it wrote.
 //!    [`check`] does the same comparisons and writes nothing.
+//! 4. With the content file's `images:` section, the images the charts need are found once
+//!    (`closure`), checked against what is packed when `images.closure` asks, and written down
+//!    beside the repositories (`images_file`), for the server to show.
 //!
 //! Output depends only on the inputs: `created` comes from the package, never from a clock or
 //! file-system time, and every map is ordered.
@@ -25,6 +28,7 @@ pub mod closure;
 pub mod command;
 mod helmignore;
 mod image_layout;
+pub mod images_file;
 pub mod imported;
 pub mod metadata;
 mod owned;
@@ -36,6 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use chartreg_core::content::{CHART_IMAGES_FILE, ChartImagesFile};
 use chartreg_core::oci::{Namespace, RepositoryName};
 use chartreg_core::tree::{self, Outcome, Tree};
 
@@ -60,8 +65,8 @@ pub struct Request {
     /// Symbolic links in chart folders may lead anywhere inside this folder (the content
     /// file's), besides the chart folder itself.
     pub links_within: Option<PathBuf>,
-    /// The content file's `images.closure`: the images the charts need, checked against what
-    /// is packed.
+    /// The content file's `images:` section: the images the charts need, found, written down
+    /// and (with `images.closure`) checked against what is packed.
     pub images: Option<closure::ImagesCheck>,
 }
 
@@ -247,6 +252,8 @@ struct Plan {
     /// Merged repositories pack no longer has charts for: their imported part alone.
     restores: Vec<(String, Tree)>,
     record: Record,
+    /// The images each chart version needs, as the output folder keeps them (`images_file`).
+    chart_images: Option<ChartImagesFile>,
 }
 
 fn plan(request: &Request) -> Result<Plan, PackError> {
@@ -300,8 +307,33 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
         }
         record.repositories.insert(name.clone(), owner.clone());
     }
-    if let Some(check) = &request.images {
-        check_closure(check, &inputs, &mut packed, &restores, &record, out)?;
+    let made = match &request.images {
+        Some(check) => Some(chart_images(
+            check,
+            &request.prefix,
+            &inputs,
+            &mut packed,
+            &restores,
+            &record,
+            out,
+        )?),
+        None => None,
+    };
+    let listed_error = |e| at(&out.join(CHART_IMAGES_FILE))(Problem::ChartImages(Box::new(e)));
+    let previous_list = images_file::load(out).map_err(listed_error)?;
+    // Entries of chart repositories other runs pack (another prefix), while they exist.
+    let chart_images = images_file::merged(previous_list, made, |name| {
+        matches!(record.repositories.get(name), Some(Owner::Chart { .. }))
+            && !matches!(
+                packed.repositories.get(name),
+                Some((Owner::Chart { .. }, _))
+            )
+    });
+    if chart_images.is_some()
+        && (record.repositories.contains_key(CHART_IMAGES_FILE)
+            || record.imported.contains_key(CHART_IMAGES_FILE))
+    {
+        return Err(at(&out.join(CHART_IMAGES_FILE))(Problem::ChartImagesName));
     }
     // A repository's folder is replaced as a whole: none may lie inside another.
     let names: Vec<&String> = record.repositories.keys().collect();
@@ -322,20 +354,22 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
         removals,
         restores,
         record,
+        chart_images,
     })
 }
 
-/// Checks that the content holds every image the charts of `inputs` need (see `closure`):
-/// `require` refuses, naming each missing image and the charts that need it; `warn` adds a
-/// warning for each.
-fn check_closure(
+/// The images the charts of `inputs` need (see `closure`), as `images_file` lists them; with
+/// `images.closure`, checked to be held by the content: `require` refuses, naming each
+/// missing image and the charts that need it; `warn` adds a warning for each.
+fn chart_images(
     check: &closure::ImagesCheck,
+    prefix: &str,
     inputs: &[Input],
     packed: &mut Packed,
     restores: &[(String, Tree)],
     record: &Record,
     out: &Path,
-) -> Result<(), PackError> {
+) -> Result<ChartImagesFile, PackError> {
     let charts: Vec<&ChartPackage> = inputs
         .iter()
         .filter_map(|input| match input {
@@ -343,6 +377,14 @@ fn check_closure(
             Input::Layout(_) => None,
         })
         .collect();
+    let closure_error = |e| at(&check.config)(Problem::Closure(Box::new(e)));
+    let closure = closure::find(check, &charts).map_err(closure_error)?;
+    packed.warnings.extend(closure.warnings.iter().cloned());
+    let listed = images_file::of(&closure, &charts, prefix)
+        .map_err(|e| at(&check.config)(Problem::ChartImages(Box::new(e))))?;
+    let Some(mode) = check.mode else {
+        return Ok(listed);
+    };
     let kept: BTreeSet<String> = record
         .repositories
         .keys()
@@ -354,13 +396,11 @@ fn check_closure(
         .iter()
         .map(|(name, (_, tree))| (name, tree))
         .chain(restores.iter().map(|(name, tree)| (name, tree)));
-    let (missing, warnings) = closure::missing(check, &charts, trees, &kept, out)
-        .map_err(|e| at(&check.config)(Problem::Closure(Box::new(e))))?;
-    packed.warnings.extend(warnings);
+    let missing = closure::missing(&closure, trees, &kept, out).map_err(closure_error)?;
     if missing.is_empty() {
-        return Ok(());
+        return Ok(listed);
     }
-    match check.mode {
+    match mode {
         crate::content_file::ClosureCheck::Require => {
             Err(at(&check.config)(Problem::MissingImages(missing)))
         }
@@ -368,7 +408,7 @@ fn check_closure(
             packed
                 .warnings
                 .extend(missing.iter().map(|m| format!("images.closure: {m}")));
-            Ok(())
+            Ok(listed)
         }
     }
 }
@@ -376,11 +416,16 @@ fn check_closure(
 /// A file `pack` keeps beside the repositories, and its bytes (`None`: the file is not kept).
 type Kept = (&'static str, Option<Vec<u8>>);
 
-/// The small files `pack` keeps beside the repositories: the record and the `.gitignore`.
-fn bookkeeping(record: &Record) -> Result<[Kept; 2], RecordError> {
+/// The small files `pack` keeps beside the repositories: the images the chart versions need,
+/// the `.gitignore`, and the record last (written last, it says what the rest is).
+fn bookkeeping(plan: &Plan) -> Result<[Kept; 3], RecordError> {
     Ok([
-        (RECORD_FILE, Some(record.to_bytes()?)),
-        (GITIGNORE_FILE, record.gitignore()),
+        (
+            CHART_IMAGES_FILE,
+            plan.chart_images.as_ref().map(ChartImagesFile::to_bytes),
+        ),
+        (GITIGNORE_FILE, plan.record.gitignore()),
+        (RECORD_FILE, Some(plan.record.to_bytes()?)),
     ])
 }
 
@@ -416,9 +461,9 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
             report.removed.push(name.clone());
         }
     }
-    plan.record
-        .save(out)
-        .map_err(|e| at(out)(Problem::Record(e)))?;
+    for (file, data) in bookkeeping(&plan).map_err(|e| at(out)(Problem::Record(e)))? {
+        owned::keep(out, file, data.as_deref()).map_err(|e| at(out)(Problem::Record(e)))?;
+    }
     Ok(report)
 }
 
@@ -446,10 +491,16 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
             stale.push(format!("{name} (imported only now)"));
         }
     }
-    for (file, data) in bookkeeping(&plan.record).map_err(|e| at(out)(Problem::Record(e)))? {
+    for (file, data) in bookkeeping(&plan).map_err(|e| at(out)(Problem::Record(e)))? {
         let present = fs::read(out.join(file)).ok();
         if present != data {
-            stale.push(file.to_owned());
+            let note = (file == CHART_IMAGES_FILE)
+                .then(|| images_file::stale_note(present.as_deref(), plan.chart_images.as_ref()))
+                .flatten();
+            stale.push(match note {
+                Some(note) => format!("{file} ({note})"),
+                None => file.to_owned(),
+            });
         }
     }
     if !stale.is_empty() {

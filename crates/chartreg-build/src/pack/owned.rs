@@ -1,5 +1,6 @@
 //! Who owns what in the output folder: the record `pack` keeps there
-//! (`.chartreg-pack.json`), and the `.gitignore` it writes beside it.
+//! (`.chartreg-pack.json`), and the `.gitignore` it writes beside it ([`keep`] writes each of
+//! the files pack keeps beside the repositories).
 //!
 //! The record lists every repository `pack` wrote and from what: chart repositories (by
 //! prefix) and image layout repositories (by the layout folder). A run rewrites the chart
@@ -93,29 +94,11 @@ impl Record {
         Ok(data)
     }
 
-    /// Writes the record and the `.gitignore` into `out` (each replaced by a rename, and only
-    /// when it changed; the `.gitignore` removed when there is nothing to ignore).
+    /// Writes the record and the `.gitignore` into `out` (see [`keep`]; the `.gitignore`
+    /// removed when there is nothing to ignore).
     pub fn save(&self, out: &Path) -> Result<(), RecordError> {
-        for (file, data) in [
-            (RECORD_FILE, Some(self.to_bytes()?)),
-            (GITIGNORE_FILE, self.gitignore()),
-        ] {
-            let path = out.join(file);
-            let failed = |source: io::Error| RecordError::Io {
-                path: path.clone(),
-                source,
-            };
-            match data {
-                Some(data) if fs::read(&path).ok().as_deref() != Some(data.as_slice()) => {
-                    let staged = out.join(format!("{file}.new"));
-                    fs::write(&staged, &data).map_err(failed)?;
-                    fs::rename(&staged, &path).map_err(failed)?;
-                }
-                None if path.exists() => fs::remove_file(&path).map_err(failed)?,
-                _ => {}
-            }
-        }
-        Ok(())
+        keep(out, RECORD_FILE, Some(&self.to_bytes()?))?;
+        keep(out, GITIGNORE_FILE, self.gitignore().as_deref())
     }
 
     /// The `.gitignore` for the output folder: the layout repositories, or nothing.
@@ -138,6 +121,27 @@ impl Record {
         }
         Some(text.into_bytes())
     }
+}
+
+/// Writes `data` as the file `file` pack keeps in `out`, replaced by a rename and only when it
+/// changed; with `None`, removes the file.
+pub fn keep(out: &Path, file: &str, data: Option<&[u8]>) -> Result<(), RecordError> {
+    let path = out.join(file);
+    let failed = |source: io::Error| RecordError::Io {
+        path: path.clone(),
+        source,
+    };
+    match data {
+        Some(data) if fs::read(&path).ok().as_deref() != Some(data) => {
+            // Hidden while it is staged: a run cut short leaves nothing the content holds.
+            let staged = out.join(format!(".{}.new", file.trim_start_matches('.')));
+            fs::write(&staged, data).map_err(failed)?;
+            fs::rename(&staged, &path).map_err(failed)?;
+        }
+        None if path.exists() => fs::remove_file(&path).map_err(failed)?,
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The repositories (folders holding an `oci-layout`) under `<out>/<prefix>`, by name.

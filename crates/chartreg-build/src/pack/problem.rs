@@ -37,6 +37,14 @@ pub enum Problem {
         .0.iter().map(|m| format!("\n  {m}")).collect::<String>()
     )]
     MissingImages(Vec<super::closure::Missing>),
+    /// Boxed: rare, and its causes hold paths.
+    #[error("{0}")]
+    ChartImages(Box<super::images_file::Error>),
+    #[error(
+        "a repository is named `{}`, the file pack writes the images the charts need into; rename it",
+        chartreg_core::content::CHART_IMAGES_FILE
+    )]
+    ChartImagesName,
     #[error("no chart packages (*.tgz) or chart folders found")]
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]

@@ -1,7 +1,8 @@
 //! `chartreg-build pack` through the real binary: the committed assets are exactly what packing
 //! the content file gives, output is deterministic, and every kind of bad input is refused with
 //! a message naming the file, a non-zero exit, and the output folder left as it was. By input
-//! kind: chart packages, chart folders, OCI image layouts; and who owns what in the output.
+//! kind: chart packages, chart folders, OCI image layouts; who owns what in the output; and
+//! the list of the images each chart version needs.
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
 #![cfg(test)]
 
@@ -17,6 +18,9 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use rstest::rstest;
 
+mod chart_images;
+#[path = "../common/mod.rs"]
+mod common;
 mod folders;
 mod layouts;
 mod ownership;

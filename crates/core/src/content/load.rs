@@ -3,14 +3,18 @@
 //!
 //! 1. The layouts: every folder holding an `oci-layout` file (a layout's folder is its
 //!    repository name). Each file is placed in the deepest layout above it; a file outside
-//!    every layout is refused. Paths whose first component starts with `.` (what the build
-//!    tool keeps beside the repositories: its record, a `.gitignore`) are not content.
+//!    every layout is refused, but for [`CHART_IMAGES_FILE`] (step 4). Paths whose first
+//!    component starts with `.` (what the build tool keeps beside the repositories: its record,
+//!    a `.gitignore`) are not content.
 //! 2. Layout by layout, in name order: its files in the order given (the marker's version
 //!    checked; each blob's file name checked against its sha256), then its `index.json` parsed.
 //! 3. The manifests `index.json` lists, in its order, each with everything it references:
 //!    every blob present with its descriptor's size (and so, by step 2, with its digest),
 //!    nested indexes followed; media types, schema versions and subjects checked; referrers
 //!    recorded. Then the tags.
+//! 4. The list of the images each chart version needs, [`CHART_IMAGES_FILE`] at the top of the
+//!    folder (the one file there that is content), when present: read as the registry will
+//!    read it (`chart_images`), every repository name, tag, digest and way valid.
 //!
 //! Only indexes and manifests are read (from disk, for a file the build left there); every
 //! other body is named by its file, never read. This is the one loader: the build describes
@@ -20,6 +24,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
+use super::chart_images::{CHART_IMAGES_FILE, ChartImagesFile};
 use super::description::{
     BlobDescription, DescribedFile, Description, Found, ManifestDescription, RepositoryDescription,
 };
@@ -70,6 +75,9 @@ fn repositories(files: &[Numbered<'_>]) -> Result<Vec<RepositoryDescription>, Lo
     for (root, members) in layouts(files)? {
         repositories.push(Layout::read(root, &members)?.load()?);
     }
+    if let Some(listed) = files.iter().find(|f| f.file.path == CHART_IMAGES_FILE) {
+        parse_json::<ChartImagesFile>(CHART_IMAGES_FILE, &read(listed.file)?)?;
+    }
     Ok(repositories)
 }
 
@@ -84,7 +92,7 @@ struct Numbered<'f> {
 fn layouts<'f>(files: &[Numbered<'f>]) -> Result<BTreeMap<&'f str, Vec<Numbered<'f>>>, LoadError> {
     let files: Vec<Numbered<'f>> = files
         .iter()
-        .filter(|f| !f.file.path.starts_with('.'))
+        .filter(|f| !f.file.path.starts_with('.') && f.file.path != CHART_IMAGES_FILE)
         .copied()
         .collect();
     let marker = format!("/{OCI_LAYOUT_FILE}");

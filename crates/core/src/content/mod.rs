@@ -7,8 +7,9 @@
 //!    file is one repository, named by its path (`charts/hello/oci-layout` -> `charts/hello`);
 //!    each layout's `index.json` is read, every manifest followed (indexes recursively), each
 //!    referenced blob checked present with the descriptor's size and stored under its sha256,
-//!    tags and referrers recorded. A problem is a `LoadError` naming the file: such content is
-//!    described as refused.
+//!    tags and referrers recorded. The one file beside the layouts, [`CHART_IMAGES_FILE`] (the
+//!    images each chart version needs, module `chart_images`), is read and checked too. A
+//!    problem is a `LoadError` naming the file: such content is described as refused.
 //! 2. The description is written down as facts ([`Description::facts`], module `facts`):
 //!    postcard, naming each body by its file, bound to every file by path and sha256.
 //! 3. [`Registry::from_facts`] builds the registry from the facts and the files a binary holds
@@ -16,7 +17,8 @@
 //!    other files, or of content the build refused, are refused, naming the file. Tests, which
 //!    have only files, take the same path through [`Registry::from_files`]; `chartreg verify`
 //!    describes the files again and names where the binary's facts differ
-//!    ([`Description::differences`]).
+//!    ([`Description::differences`]). The registry keeps the bytes of the list of chart
+//!    images, if any, and reads them when [`Registry::chart_images`] first asks.
 //! 4. Requests look up `Registry::repository`, then `Repository::manifest` / `blob` / `tags` /
 //!    `referrers`: hash-map lookups returning the stored bytes (`Bytes`, zero-copy for embedded
 //!    `&'static` data). Misses are `Error::NameUnknown` / `ManifestUnknown` / `BlobUnknown`.
@@ -27,6 +29,7 @@
 // (checked, saturating or widened instead), outside tests.
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
+mod chart_images;
 mod description;
 mod document;
 mod facts;
@@ -47,6 +50,9 @@ use crate::oci::{Digest, Namespace, Reference, RepositoryName};
 use maps::{HashMap, Sha256Map};
 use namespaces::Namespaces;
 
+pub use chart_images::{
+    CHART_IMAGES_FILE, ChartImage, ChartImages, ChartImagesFile, ImageEntry, VersionImages, Way,
+};
 pub use description::Description;
 pub use document::{Document, Unreadable};
 pub use facts::{FactsError, Stale, Unservable};
@@ -308,6 +314,9 @@ pub struct Registry {
     /// The namespaced repositories by their path within the namespace.
     namespaces: Namespaces,
     summary: Summary,
+    /// The images each chart version needs, when the content lists them (module
+    /// `chart_images`).
+    chart_images: chart_images::Held,
 }
 
 impl Registry {
@@ -347,6 +356,7 @@ impl Registry {
             namespaces: Namespaces::of(names.iter().map(String::as_str)),
             catalog: Listing::catalog(names),
             summary,
+            chart_images: chart_images::Held::default(),
         }
     }
 

@@ -65,9 +65,54 @@ impl fmt::Display for Reference {
     }
 }
 
+/// Serde for a validated text type: written as its text, read by parsing it (so a document
+/// holding an invalid one does not deserialise, and the error says why).
+macro_rules! serde_as_text {
+    ($type:ty, $expecting:literal) => {
+        impl serde::Serialize for $type {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $type {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Visitor;
+                impl serde::de::Visitor<'_> for Visitor {
+                    type Value = $type;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<$type, E> {
+                        s.parse().map_err(E::custom)
+                    }
+                }
+                d.deserialize_str(Visitor)
+            }
+        }
+    };
+}
+
+serde_as_text!(Tag, "a tag");
+serde_as_text!(RepositoryName, "a repository name");
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_and_tags_read_back_as_written_and_invalid_ones_are_refused() {
+        let name: RepositoryName = serde_json::from_str(r#""charts/hello""#).unwrap();
+        assert_eq!(serde_json::to_string(&name).unwrap(), r#""charts/hello""#);
+        let tag: Tag = serde_json::from_str(r#""1.0.0_build.7""#).unwrap();
+        assert_eq!(tag.as_str(), "1.0.0_build.7");
+        let e = serde_json::from_str::<RepositoryName>(r#""Charts/x""#).unwrap_err();
+        assert!(e.to_string().contains("uppercase"), "{e}");
+        assert!(serde_json::from_str::<Tag>(r#"".bad""#).is_err());
+        let keyed: std::collections::BTreeMap<RepositoryName, u8> =
+            serde_json::from_str(r#"{"charts/a":1}"#).unwrap();
+        assert_eq!(serde_json::to_string(&keyed).unwrap(), r#"{"charts/a":1}"#);
+    }
 
     #[test]
     fn reference_tells_tags_from_digests() {

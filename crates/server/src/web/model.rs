@@ -1,12 +1,13 @@
 //! What the pages show, worked out once from the registry: every repository with its kind
 //! and its versions newest first (digest, pull size, kind, platforms), a chart's metadata from
-//! its config (Chart.yaml as JSON: untrusted text, escaped where it is shown), and what is
+//! its config (Chart.yaml as JSON: untrusted text, escaped where it is shown), what is
 //! attached to each version (referrers by `subject`, and cosign's `sha256-<hex>.sig/.att/.sbom`
-//! tags). Serialised as it is for `Accept: application/json`.
+//! tags), and the images a chart version needs, each held here or not, when the content lists
+//! them ([`images`]). Serialised as it is for `Accept: application/json`.
 
 use serde::{Deserialize, Serialize};
 
-use chartreg_core::content::{Document, Kind, Manifest, Registry, Repository, Unreadable};
+use chartreg_core::content::{Document, Kind, Manifest, Registry, Repository, Unreadable, Way};
 use chartreg_core::oci::media_type::{HELM_CHART, HELM_PROVENANCE};
 use chartreg_core::oci::{Digest, Reference};
 
@@ -52,6 +53,41 @@ pub struct VersionView {
     /// Signatures, attestations and SBOMs attached to it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attached: Vec<Attached>,
+    /// The images a chart version needs, when the content lists them (an empty list: it
+    /// needs none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<ImageView>>,
+}
+
+/// One image a chart version needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImageView {
+    /// The reference, normalised as containerd reads it.
+    pub image: String,
+    /// The repository chartreg serves it as.
+    pub repository: String,
+    /// Whether this registry answers a node's pull of it.
+    pub held: bool,
+    /// How the build found it: `render` (Helm rendered the chart), `annotation`, `values`
+    /// (read statically).
+    pub from: Vec<Way>,
+}
+
+/// The images the chart `version` in `repository` needs, as the registry lists them.
+pub fn images(registry: &Registry, repository: &str, version: &str) -> Option<Vec<ImageView>> {
+    let listed = registry.chart_images(repository, version)?;
+    Some(
+        listed
+            .images
+            .iter()
+            .map(|i| ImageView {
+                image: i.entry.image.clone(),
+                repository: i.entry.repository.as_str().to_owned(),
+                held: i.held,
+                from: i.entry.from.clone(),
+            })
+            .collect(),
+    )
 }
 
 /// The parts of a chart's metadata the pages show.
@@ -163,13 +199,16 @@ impl Overview {
         Ok(Overview {
             repositories: registry
                 .repositories()
-                .map(repository_view)
+                .map(|r| repository_view(registry, r))
                 .collect::<Result<_, _>>()?,
         })
     }
 }
 
-fn repository_view(repository: &Repository) -> Result<RepositoryView, Unreadable> {
+fn repository_view(
+    registry: &Registry,
+    repository: &Repository,
+) -> Result<RepositoryView, Unreadable> {
     let manifest_of =
         |digest: &Digest| repository.manifest(&Reference::Digest(digest.clone())).ok();
     // Tags that attach to another version (cosign's schema) are shown with it.
@@ -222,6 +261,9 @@ fn repository_view(repository: &Repository) -> Result<RepositoryView, Unreadable
                 artifact_type: a.artifact_type,
             });
         }
+        let images = chart
+            .as_ref()
+            .and_then(|c| images(registry, repository.name(), &c.version));
         versions.push(VersionView {
             tag: tag.to_owned(),
             digest: digest.to_string(),
@@ -230,6 +272,7 @@ fn repository_view(repository: &Repository) -> Result<RepositoryView, Unreadable
             platforms: artifact.platforms,
             chart,
             attached,
+            images,
         });
     }
     for (subject, attached) in tagged_attachments {

@@ -16,8 +16,8 @@ use std::sync::LazyLock;
 use bytes::{Bytes, BytesMut};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::model::{Overview, RepositoryView, VersionView};
-use chartreg_core::content::Kind;
+use super::model::{ImageView, Overview, RepositoryView, VersionView};
+use chartreg_core::content::{Kind, Way};
 
 /// Cut marks: a control character no text reaches the page with (see [`clean`]).
 const MARK: char = '\u{1}';
@@ -147,7 +147,8 @@ code{font-family:ui-monospace,monospace;font-size:.85rem}.digest{color:#57606a}\
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.4rem 0}dt{color:#57606a}dd{margin:0}\
 nav ul{columns:18rem;margin:.3rem 0;padding-left:1.2rem}nav li{break-inside:avoid;margin:.1rem 0}nav a{color:#0f3d5e}\
 section:target{border-color:#0f3d5e;box-shadow:0 0 0 2px #0f3d5e33}\
-p.ca{background:#fff8e5;border:1px solid #f0d890;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}";
+p.ca{background:#fff8e5;border:1px solid #f0d890;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}\
+h3{font-size:1rem;margin:.8rem 0 .3rem}td.missing{color:#b42318;font-weight:600}";
 
 /// `n` and the noun, singular or plural as `n` says: `1 version`, `2 versions`, `0 versions`.
 fn count(n: usize, one: &str, many: &str) -> String {
@@ -363,10 +364,70 @@ pub fn repository(repository: &RepositoryView) -> Pieces {
                         }
                     }
                 }
+                @if let Some(images) = &v.images {
+                    (needed_images(images))
+                }
             }
         }
     };
     page(&format!("{name} - chartreg"), summary, body)
+}
+
+/// The images a chart version needs: each held here or not, and how the build found it.
+fn needed_images(images: &[ImageView]) -> Markup {
+    let held = images.iter().filter(|i| i.held).count();
+    html! {
+        h3 { "Images" }
+        @if images.is_empty() {
+            p { "It needs no images (the build found none)." }
+        } @else {
+            p { (held_summary(images.len(), held)) }
+            table {
+                tr { th { "image" } th { "here" } th { "found" } }
+                @for i in images {
+                    tr {
+                        td { code { (clean(&i.image)) } }
+                        @if i.held { td { "held" } } @else { td.missing { "not held" } }
+                        td { (found(&i.from)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether a node finds here all `needed` images of a chart version (`held` of them are).
+fn held_summary(needed: usize, held: usize) -> String {
+    let missing = needed.saturating_sub(held);
+    match (missing, needed) {
+        (0, 1) => "The image it needs is held here.".to_owned(),
+        (0, _) => format!("All {needed} images it needs are held here."),
+        (1, 1) => {
+            "The image it needs is not held here: nodes must pull it from elsewhere.".to_owned()
+        }
+        (1, _) => format!(
+            "1 of the {needed} images it needs is not held here: nodes must pull it from \
+             elsewhere."
+        ),
+        _ => format!(
+            "{missing} of the {needed} images it needs are not held here: nodes must pull them \
+             from elsewhere."
+        ),
+    }
+}
+
+/// How the build found an image: `by rendering` (with any other ways), or `statically: ...`.
+fn found(from: &[Way]) -> String {
+    let others: Vec<&str> = from
+        .iter()
+        .filter(|w| **w != Way::Render)
+        .map(|w| w.as_str())
+        .collect();
+    match (from.contains(&Way::Render), others.is_empty()) {
+        (true, true) => "by rendering".to_owned(),
+        (true, false) => format!("by rendering; also {}", others.join(", ")),
+        (false, _) => format!("statically: {}", others.join(", ")),
+    }
 }
 
 #[cfg(test)]
@@ -431,6 +492,7 @@ mod tests {
             platforms: Vec::new(),
             chart: None,
             attached: Vec::new(),
+            images: None,
         };
         Overview {
             repositories: (0..repositories)
@@ -498,6 +560,32 @@ mod tests {
                 "the index comes first"
             );
         }
+    }
+
+    #[rstest]
+    #[case(1, 1, "The image it needs is held here.")]
+    #[case(3, 3, "All 3 images it needs are held here.")]
+    #[case(1, 0, "The image it needs is not held here")]
+    #[case(2, 1, "1 of the 2 images it needs is not held here")]
+    #[case(3, 1, "2 of the 3 images it needs are not held here")]
+    fn what_is_held_reads_as_people_write_it(
+        #[case] needed: usize,
+        #[case] held: usize,
+        #[case] want: &str,
+    ) {
+        assert!(held_summary(needed, held).starts_with(want), "{want}");
+    }
+
+    #[rstest]
+    #[case(&[Way::Render], "by rendering")]
+    #[case(&[Way::Render, Way::Annotation, Way::Values], "by rendering; also annotation, values")]
+    #[case(&[Way::Values], "statically: values")]
+    #[case(&[Way::Annotation, Way::Values], "statically: annotation, values")]
+    fn how_an_image_was_found_reads_as_rendering_or_statically(
+        #[case] from: &[Way],
+        #[case] want: &str,
+    ) {
+        assert_eq!(found(from), want);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use bytes::Bytes;
 use bytestring::ByteString;
 
 use super::{Facts, FileFacts, Found, RepositoryFacts, decode};
+use crate::content::chart_images::{self, CHART_IMAGES_FILE};
 use crate::content::input::HeldFile;
 use crate::content::{Blob, HashMap, Manifest, Registry, Repository, Sha256Map};
 use crate::oci::layout::{Annotations, Descriptor};
@@ -93,7 +94,14 @@ pub(crate) fn read(bytes: &Bytes, files: &[HeldFile]) -> Result<Registry, Unserv
         }
         built.push(repository);
     }
-    let registry = Registry::assemble(built);
+    let mut registry = Registry::assemble(built);
+    // The list of the images charts need: its bytes kept, read on first use (see
+    // `chart_images`), so that start-up does no more than this one search.
+    let listed = sorted
+        .binary_search_by(|f| f.path.as_ref().cmp(CHART_IMAGES_FILE))
+        .ok()
+        .and_then(|i| sorted.get(i));
+    registry.chart_images = chart_images::Held::of(listed.map(|f| f.data.clone()));
     registry
         .repositories()
         .for_each(Repository::warn_unreferenced);
