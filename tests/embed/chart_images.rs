@@ -1,5 +1,6 @@
 //! A binary built with content whose charts' images pack listed (`chart-images.json`):
-//! `chartreg ls --json` gives each chart version's row the images it needs, held or not, and
+//! `chartreg ls --json` gives each chart version's row the images it needs, held or not, the
+//! chart's page served to curl lists them, and
 //! `chartreg verify` accepts the list; a list broken after packing builds with a warning and
 //! is refused at start-up, naming the file.
 
@@ -50,6 +51,24 @@ fn ls_shows_the_images_each_chart_version_needs_and_a_broken_list_is_refused() {
         .find(|r| r["repository"] == "quay.io/example/agent")
         .expect("the image's row");
     assert!(agent.get("images").is_none(), "{agent}");
+    // The chart's page, served by the binary, to curl.
+    if let Some(curl) = common::tool("curl") {
+        let server = common::Process::start_with(&bin, &[]);
+        let page = common::curl(
+            &curl,
+            "GET",
+            &format!("{}/ui/charts/app", server.url()),
+            &[],
+        );
+        assert_eq!(page.status, 200);
+        let html = page.body_text();
+        assert!(
+            html.contains("<h3>Images</h3>")
+                && html.contains("1 of the 3 images it needs is not held here")
+                && html.contains(r#"<td class="missing">not held</td>"#),
+            "{html}"
+        );
+    }
     let verify = Command::new(&bin).arg("verify").output().unwrap();
     assert!(verify.status.success(), "{}", common::describe(&verify));
 
