@@ -21,6 +21,7 @@ mod notes;
 mod pull;
 mod push;
 mod verify;
+mod verify_ingest;
 mod versions;
 
 use std::io::Read;

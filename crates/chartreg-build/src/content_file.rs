@@ -20,6 +20,11 @@
 //!                             # content does not hold; absent: not checked
 //!   values:                   # values files to find a chart's images with, by chart name
 //!     cilium: [values/cilium-hubble.yaml]
+//! verify:                     # optional: what must be signed, by whom (see `verify`)
+//!   mode: require             # or warn
+//!   charts:
+//!     keyring: keys/pubring.gpg   # `.prov` signatures, as `helm verify --keyring` checks them
+//!     require: ["*"]          # chart name patterns that must be signed
 //! ```
 //!
 //! With a `lock`, every chart package and image layout it pins is packed too (each checked
@@ -63,6 +68,9 @@ pub struct ContentFile {
     pub lock: Option<PathBuf>,
     #[serde(default)]
     pub images: Option<Images>,
+    /// What must be signed, by whom (see `verify`).
+    #[serde(default)]
+    pub verify: Option<crate::verify::VerifySection>,
 }
 
 /// What the content file says about the images its charts need.
@@ -120,6 +128,9 @@ impl ContentFile {
         }
         if let Some(lock) = &mut file.lock {
             *lock = base.join(&*lock);
+        }
+        if let Some(charts) = file.verify.as_mut().and_then(|v| v.charts.as_mut()) {
+            charts.keyring = base.join(&charts.keyring);
         }
         if let Some(images) = &mut file.images {
             for files in images.values.values_mut() {

@@ -29,4 +29,5 @@ pub mod import;
 pub mod init;
 pub mod lock;
 pub mod pack;
+pub mod verify;
 pub mod yaml_file;

@@ -21,6 +21,8 @@ pub enum Error {
     Lock(Box<crate::lock::Error>),
     #[error(transparent)]
     Images(Box<crate::chart_images::Error>),
+    #[error("verify: {0}")]
+    Keyring(#[from] crate::verify::KeyringError),
 }
 
 impl From<crate::lock::Error> for Error {
@@ -72,6 +74,7 @@ impl PackArgs {
         let mut prefix = None;
         let mut links_within = None;
         let mut images = None;
+        let mut verify = None;
         if let Some(path) = &self.config {
             links_within = Some(
                 path.parent()
@@ -85,6 +88,9 @@ impl PackArgs {
                 prefix.clone_from(&c.prefix);
             }
             layouts.extend(file.layout_specs(path)?);
+            if let Some(section) = &file.verify {
+                verify = crate::verify::ChartPolicy::of(path, section)?;
+            }
             if let Some(i) = &file.images {
                 let options = crate::chart_images::command::options(self.helm.as_deref(), &[])
                     .map_err(|e| Error::Images(Box::new(e)))?;
@@ -129,6 +135,7 @@ impl PackArgs {
             out: self.out.clone(),
             links_within,
             images,
+            verify,
         })
     }
 }
@@ -162,6 +169,9 @@ pub fn run(args: &PackArgs) -> Result<(), Error> {
     }
     for name in &report.removed {
         println!("  removed {name}");
+    }
+    for line in &report.verified {
+        println!("  verified {line}");
     }
     Ok(())
 }

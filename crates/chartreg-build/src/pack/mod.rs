@@ -68,6 +68,8 @@ pub struct Request {
     /// The content file's `images:` section: the images the charts need, found, written down
     /// and (with `images.closure`) checked against what is packed.
     pub images: Option<closure::ImagesCheck>,
+    /// The content file's `verify:` policy for charts.
+    pub verify: Option<crate::verify::ChartPolicy>,
 }
 
 /// One input, by kind.
@@ -132,6 +134,8 @@ pub struct Packed {
     pub sources: BTreeMap<String, PathBuf>,
     /// What the inputs' reading found worth a warning.
     pub warnings: Vec<String>,
+    /// The charts whose signatures verified, and by which key.
+    pub verified: Vec<String>,
 }
 
 /// Lays out every input (charts under `<prefix>/`); two inputs for one repository are an
@@ -165,6 +169,7 @@ pub fn build(inputs: &[Input], prefix: &str, out: &Path) -> Result<Packed, PackE
         repositories: BTreeMap::new(),
         sources: BTreeMap::new(),
         warnings,
+        verified: Vec::new(),
     };
     let sources = &mut packed.sources;
     for chart in charts {
@@ -233,6 +238,8 @@ pub struct Report {
     pub removed: Vec<String>,
     pub unchanged: usize,
     pub warnings: Vec<String>,
+    /// The charts whose signatures verified, and by which key.
+    pub verified: Vec<String>,
 }
 
 impl Report {
@@ -259,6 +266,9 @@ struct Plan {
 fn plan(request: &Request) -> Result<Plan, PackError> {
     let inputs = read_inputs(request)?;
     let mut packed = build(&inputs, &request.prefix, &request.out)?;
+    if let Some(policy) = &request.verify {
+        verify_charts(policy, &inputs, &mut packed)?;
+    }
     let out = &request.out;
     let previous = Record::load(out, &request.prefix)
         .map_err(|e| at(&out.join(RECORD_FILE))(Problem::Record(e)))?;
@@ -358,6 +368,57 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
     })
 }
 
+/// Checks each chart of `inputs` against the content file's `verify:` policy: refusals stop
+/// the run, naming every chart that failed, before anything is written.
+fn verify_charts(
+    policy: &crate::verify::ChartPolicy,
+    inputs: &[Input],
+    packed: &mut Packed,
+) -> Result<(), PackError> {
+    use crate::verify::Checked;
+    let mut refused = Vec::new();
+    for input in inputs {
+        let Input::Chart(chart) = input else { continue };
+        let (name, version) = (chart.chart.name(), chart.chart.version());
+        let prov = match &chart.provenance {
+            Some(blob) => Some(fs::read(&blob.path).map_err(io_at(&blob.path))?),
+            None => None,
+        };
+        let file = format!("{name}-{version}.tgz");
+        match crate::verify::check_chart(
+            policy,
+            name,
+            version,
+            prov.as_deref(),
+            &file,
+            chart.layer.digest(),
+        ) {
+            Checked::Verified(signer) => packed.verified.push(format!(
+                "chart {name} {version}: key {}{}",
+                signer.primary,
+                if signer.signing == signer.primary {
+                    String::new()
+                } else {
+                    format!(" (subkey {})", signer.signing)
+                }
+            )),
+            Checked::NotSigned => {}
+            Checked::Failed { refuse: true, line } => refused.push(line),
+            Checked::Failed {
+                refuse: false,
+                line,
+            } => {
+                packed.warnings.push(format!("verify: {line}"));
+            }
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(at(&policy.config)(Problem::Unverified(refused)))
+    }
+}
+
 /// The images the charts of `inputs` need (see `closure`), as `images_file` lists them; with
 /// `images.closure`, checked to be held by the content: `require` refuses, naming each
 /// missing image and the charts that need it; `warn` adds a warning for each.
@@ -442,6 +503,7 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
         removed: Vec::new(),
         unchanged: 0,
         warnings: plan.packed.warnings.clone(),
+        verified: plan.packed.verified.clone(),
     };
     let trees = plan
         .packed
@@ -514,5 +576,6 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
         removed: Vec::new(),
         unchanged: plan.packed.repositories.len(),
         warnings: plan.packed.warnings,
+        verified: plan.packed.verified,
     })
 }

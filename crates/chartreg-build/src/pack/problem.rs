@@ -45,6 +45,11 @@ pub enum Problem {
         chartreg_core::content::CHART_IMAGES_FILE
     )]
     ChartImagesName,
+    #[error(
+        "verify: require: refused:{}",
+        .0.iter().map(|l| format!("\n  {l}")).collect::<String>()
+    )]
+    Unverified(Vec<String>),
     #[error("no chart packages (*.tgz) or chart folders found")]
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]

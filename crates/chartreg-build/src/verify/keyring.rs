@@ -1,0 +1,71 @@
+//! An OpenPGP keyring as `helm verify --keyring` takes it: `gpg --export` (binary) or
+//! `gpg --export --armor`, one key or several. Each key's self-signatures and subkey bindings
+//! are checked when it is read; a GnuPG keybox (`pubring.kbx`), which rPGP cannot read, is
+//! refused with the command that exports a keyring.
+
+use std::path::{Path, PathBuf};
+
+use pgp::composed::{Deserializable, SignedPublicKey};
+
+/// Why a keyring could not be taken; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyringError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{}: a GnuPG keybox, not a keyring: export one with `gpg --export > pubring.gpg`",
+        path.display()
+    )]
+    Keybox { path: PathBuf },
+    #[error("{}: not an OpenPGP keyring: {message}", path.display())]
+    Unreadable { path: PathBuf, message: String },
+    #[error("{}: holds no public key", path.display())]
+    Empty { path: PathBuf },
+}
+
+/// The keys of one keyring file.
+#[derive(Debug, Clone)]
+pub struct Keyring {
+    pub path: PathBuf,
+    pub keys: Vec<SignedPublicKey>,
+}
+
+impl Keyring {
+    pub fn read(path: &Path) -> Result<Keyring, KeyringError> {
+        let data = std::fs::read(path).map_err(|source| KeyringError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        if data.get(8..12) == Some(b"KBXf") {
+            return Err(KeyringError::Keybox {
+                path: path.to_owned(),
+            });
+        }
+        let unreadable = |message: String| KeyringError::Unreadable {
+            path: path.to_owned(),
+            message,
+        };
+        let (keys, _) =
+            SignedPublicKey::from_reader_many(&data[..]).map_err(|e| unreadable(e.to_string()))?;
+        let keys = keys
+            .map(|k| {
+                let k = k.map_err(|e| unreadable(e.to_string()))?;
+                k.verify_bindings()
+                    .map_err(|e| unreadable(format!("a key's self-signature: {e}")))?;
+                Ok(k)
+            })
+            .collect::<Result<Vec<_>, KeyringError>>()?;
+        if keys.is_empty() {
+            return Err(KeyringError::Empty {
+                path: path.to_owned(),
+            });
+        }
+        Ok(Keyring {
+            path: path.to_owned(),
+            keys,
+        })
+    }
+}
