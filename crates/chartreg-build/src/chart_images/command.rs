@@ -63,7 +63,7 @@ pub struct ImagesArgs {
     #[arg(long, env = "CHARTREG_HELM")]
     pub helm: Option<PathBuf>,
     /// Use only these ways of finding (repeatable).
-    #[arg(long = "only", value_enum)]
+    #[arg(long = "only", value_name = "render|annotations|values", value_parser = way_flag)]
     pub only: Vec<Way>,
 }
 
@@ -133,6 +133,16 @@ pub fn chart_inputs(
             })
         })
         .collect()
+}
+
+/// `--only`'s value parser.
+fn way_flag(s: &str) -> Result<Way, &'static str> {
+    match s {
+        "render" => Ok(Way::Render),
+        "annotations" => Ok(Way::Annotation),
+        "values" => Ok(Way::Values),
+        _ => Err("expected render, annotations or values"),
+    }
 }
 
 /// The options `helm` and `only` make; [`note`] says when no Helm renders.

@@ -51,37 +51,9 @@ pub enum Error {
     Helm(#[from] HelmError),
 }
 
-/// A way of finding images.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Way {
-    Render,
-    #[value(name = "annotations")]
-    #[serde(rename = "annotation")]
-    Annotation,
-    Values,
-}
-
-impl Way {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Way::Render => "render",
-            Way::Annotation => "annotation",
-            Way::Values => "values",
-        }
-    }
-}
-
-/// The way as the list pack writes beside the repositories names it.
-impl From<Way> for chartreg_core::content::Way {
-    fn from(way: Way) -> Self {
-        match way {
-            Way::Render => chartreg_core::content::Way::Render,
-            Way::Annotation => chartreg_core::content::Way::Annotation,
-            Way::Values => chartreg_core::content::Way::Values,
-        }
-    }
-}
+/// A way of finding images: the content model's, which names them in the list pack writes
+/// beside the repositories (`render`, `annotation`, `values`).
+pub use chartreg_core::content::Way;
 
 /// One chart to read.
 #[derive(Debug, Clone)]

@@ -65,7 +65,7 @@ pub fn of(
             if !here.iter().any(|f| f.needed) {
                 continue;
             }
-            let from: BTreeSet<Way> = here.iter().map(|f| f.from.into()).collect();
+            let from: BTreeSet<Way> = here.iter().map(|f| f.from).collect();
             let served = image.repository();
             images.push(ImageEntry {
                 image: image.to_string(),
