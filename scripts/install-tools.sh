@@ -106,6 +106,8 @@ command -v unshare >/dev/null 2>&1         || missing+=(util-linux)
 # The builder image's Debian root file system (make builder-image), from Debian's packages.
 command -v mmdebstrap >/dev/null 2>&1      || missing+=(mmdebstrap)
 [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
+# The signature fixtures (tests/fixtures/signing/sign.py): Python's cryptography.
+python3 -c 'import cryptography' >/dev/null 2>&1 || missing+=(python3-cryptography)
 # Basic auth on the registry the fetch tests take from.
 command -v htpasswd >/dev/null 2>&1        || missing+=(apache2-utils)
 # A real browser for the page tests (headless).

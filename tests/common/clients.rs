@@ -39,6 +39,37 @@ pub fn tool(name: &str) -> Option<PathBuf> {
     found
 }
 
+/// The signature fixtures: `tests/fixtures/signing/sign.py` (Python's cryptography, an
+/// independent signer) writes into `out` cosign public keys, a test Sigstore trusted root, and
+/// one OCI image layout per case with its signatures (see its `cases.json`). `None` when Python
+/// or its cryptography is missing: under `CI=true` the test fails.
+pub fn signing_fixtures(out: &Path) -> Option<()> {
+    let python = tool("python3")?;
+    let has = std::process::Command::new(&python)
+        .args(["-c", "import cryptography"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!(
+                "python3's cryptography is missing (CI=true): run scripts/install-tools.sh, which `make test` does"
+            );
+        }
+        eprintln!("SKIPPED: python3's cryptography is not installed; run scripts/install-tools.sh");
+        return None;
+    }
+    let out_text = out.to_str().expect("a UTF-8 path");
+    let script = root().join("tests/fixtures/signing/sign.py");
+    let done = output_of(
+        std::process::Command::new(&python)
+            .arg(&script)
+            .arg(out_text),
+        "sign.py",
+    );
+    assert!(done.status.success(), "sign.py: {}", describe(&done));
+    Some(())
+}
+
 /// Makes `cmd` (Helm, or a wrapper that runs it) use its own folders under `home` and none
 /// of the caller's Helm, registry, Kubernetes or TLS settings.
 pub fn isolate_helm<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {

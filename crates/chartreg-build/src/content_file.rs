@@ -25,6 +25,10 @@
 //!   charts:
 //!     keyring: keys/pubring.gpg   # `.prov` signatures, as `helm verify --keyring` checks them
 //!     require: ["*"]          # chart name patterns that must be signed
+//!   images:                   # cosign signatures: `.sig` tags and Sigstore bundle referrers
+//!     keys: [keys/cosign.pub]
+//!     keyless: [{identity: "https://github.com/ORG/REPO/*", issuer: "...", trustedRoot: keys/root.json}]
+//!     require: ["quay.io/*"]  # repository patterns that must be signed
 //! ```
 //!
 //! With a `lock`, every chart package and image layout it pins is packed too (each checked
@@ -129,8 +133,8 @@ impl ContentFile {
         if let Some(lock) = &mut file.lock {
             *lock = base.join(&*lock);
         }
-        if let Some(charts) = file.verify.as_mut().and_then(|v| v.charts.as_mut()) {
-            charts.keyring = base.join(&charts.keyring);
+        if let Some(verify) = &mut file.verify {
+            verify.relative_to(base);
         }
         if let Some(images) = &mut file.images {
             for files in images.values.values_mut() {

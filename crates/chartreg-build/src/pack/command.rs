@@ -22,7 +22,7 @@ pub enum Error {
     #[error(transparent)]
     Images(Box<crate::chart_images::Error>),
     #[error("verify: {0}")]
-    Keyring(#[from] crate::verify::KeyringError),
+    Policy(#[from] crate::verify::PolicyError),
 }
 
 impl From<crate::lock::Error> for Error {
@@ -89,7 +89,7 @@ impl PackArgs {
             }
             layouts.extend(file.layout_specs(path)?);
             if let Some(section) = &file.verify {
-                verify = crate::verify::ChartPolicy::of(path, section)?;
+                verify = Some(crate::verify::Policy::of(path, section)?);
             }
             if let Some(i) = &file.images {
                 let options = crate::chart_images::command::options(self.helm.as_deref(), &[])

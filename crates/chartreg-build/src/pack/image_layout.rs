@@ -108,7 +108,7 @@ struct Entry {
 
 /// The tag a `ref.name` annotation stands for: itself, or the part after the last `:` of a
 /// reference such as `registry.example/app:1.0` (not of a digest reference).
-fn tag_of(ref_name: &str) -> Option<String> {
+pub(crate) fn tag_of(ref_name: &str) -> Option<String> {
     if ref_name.parse::<Tag>().is_ok() {
         return Some(ref_name.to_owned());
     }

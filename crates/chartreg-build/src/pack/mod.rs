@@ -34,6 +34,7 @@ pub mod metadata;
 mod owned;
 mod problem;
 mod provenance;
+mod verify;
 mod version;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,6 +48,7 @@ use chartreg_core::tree::{self, Outcome, Tree};
 pub(crate) use chart::{ArchiveFile, archive_files, gunzip};
 pub use chart::{Chart, MAX_DECOMPRESSED, read as read_chart};
 pub use chart_package::{ChartPackage, Layer};
+pub(crate) use image_layout::tag_of;
 pub use image_layout::{ImageLayout, LayoutSpec, LayoutSpecError};
 pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record, RecordError};
 pub use problem::{PackError, Problem};
@@ -68,8 +70,8 @@ pub struct Request {
     /// The content file's `images:` section: the images the charts need, found, written down
     /// and (with `images.closure`) checked against what is packed.
     pub images: Option<closure::ImagesCheck>,
-    /// The content file's `verify:` policy for charts.
-    pub verify: Option<crate::verify::ChartPolicy>,
+    /// The content file's `verify:` policy.
+    pub verify: Option<crate::verify::Policy>,
 }
 
 /// One input, by kind.
@@ -134,7 +136,7 @@ pub struct Packed {
     pub sources: BTreeMap<String, PathBuf>,
     /// What the inputs' reading found worth a warning.
     pub warnings: Vec<String>,
-    /// The charts whose signatures verified, and by which key.
+    /// The charts and images whose signatures verified, and by whom.
     pub verified: Vec<String>,
 }
 
@@ -238,7 +240,7 @@ pub struct Report {
     pub removed: Vec<String>,
     pub unchanged: usize,
     pub warnings: Vec<String>,
-    /// The charts whose signatures verified, and by which key.
+    /// The charts and images whose signatures verified, and by whom.
     pub verified: Vec<String>,
 }
 
@@ -267,7 +269,7 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
     let inputs = read_inputs(request)?;
     let mut packed = build(&inputs, &request.prefix, &request.out)?;
     if let Some(policy) = &request.verify {
-        verify_charts(policy, &inputs, &mut packed)?;
+        verify::inputs(policy, &inputs, &mut packed)?;
     }
     let out = &request.out;
     let previous = Record::load(out, &request.prefix)
@@ -366,57 +368,6 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
         record,
         chart_images,
     })
-}
-
-/// Checks each chart of `inputs` against the content file's `verify:` policy: refusals stop
-/// the run, naming every chart that failed, before anything is written.
-fn verify_charts(
-    policy: &crate::verify::ChartPolicy,
-    inputs: &[Input],
-    packed: &mut Packed,
-) -> Result<(), PackError> {
-    use crate::verify::Checked;
-    let mut refused = Vec::new();
-    for input in inputs {
-        let Input::Chart(chart) = input else { continue };
-        let (name, version) = (chart.chart.name(), chart.chart.version());
-        let prov = match &chart.provenance {
-            Some(blob) => Some(fs::read(&blob.path).map_err(io_at(&blob.path))?),
-            None => None,
-        };
-        let file = format!("{name}-{version}.tgz");
-        match crate::verify::check_chart(
-            policy,
-            name,
-            version,
-            prov.as_deref(),
-            &file,
-            chart.layer.digest(),
-        ) {
-            Checked::Verified(signer) => packed.verified.push(format!(
-                "chart {name} {version}: key {}{}",
-                signer.primary,
-                if signer.signing == signer.primary {
-                    String::new()
-                } else {
-                    format!(" (subkey {})", signer.signing)
-                }
-            )),
-            Checked::NotSigned => {}
-            Checked::Failed { refuse: true, line } => refused.push(line),
-            Checked::Failed {
-                refuse: false,
-                line,
-            } => {
-                packed.warnings.push(format!("verify: {line}"));
-            }
-        }
-    }
-    if refused.is_empty() {
-        Ok(())
-    } else {
-        Err(at(&policy.config)(Problem::Unverified(refused)))
-    }
 }
 
 /// The images the charts of `inputs` need (see `closure`), as `images_file` lists them; with

@@ -50,6 +50,8 @@ pub enum Problem {
         .0.iter().map(|l| format!("\n  {l}")).collect::<String>()
     )]
     Unverified(Vec<String>),
+    #[error("verify: {0}")]
+    Signatures(crate::verify::LayoutError),
     #[error("no chart packages (*.tgz) or chart folders found")]
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]

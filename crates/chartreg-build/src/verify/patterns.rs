@@ -1,6 +1,14 @@
 //! Name patterns a policy names what must be signed with: `*` matches any run of characters
 //! (`/` included: `quay.io/*`), `?` one character, anything else itself.
 
+/// The first of `patterns` that `name` matches.
+pub fn first_match<'p>(patterns: &'p [String], name: &str) -> Option<&'p str> {
+    patterns
+        .iter()
+        .find(|p| matches(p, name))
+        .map(String::as_str)
+}
+
 /// Whether `name` matches `pattern`.
 pub fn matches(pattern: &str, name: &str) -> bool {
     let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());

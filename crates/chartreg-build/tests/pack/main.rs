@@ -25,6 +25,7 @@ mod folders;
 mod layouts;
 mod ownership;
 mod packages;
+mod verify_images;
 
 /// The repository root (this crate lives in `crates/chartreg-build`).
 fn root() -> PathBuf {

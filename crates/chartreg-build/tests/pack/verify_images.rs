@@ -1,0 +1,347 @@
+//! `verify.images` at pack: images' cosign signatures, made by an independent signer (Python's
+//! cryptography, `tests/fixtures/signing/sign.py`) in both forms (the legacy `.sig` tag and the
+//! Sigstore bundle referrer; key and keyless, under a test trusted root), checked against the
+//! content file's policy. Each case is packed alone under `mode: require`: a valid signature is
+//! printed with its key or identity and every signature byte is packed as it came; every other
+//! case is refused naming the image, its digest, the rule and why, and nothing is written.
+//! Then `warn`, artifacts no pattern names, and policies that cannot be read.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::*;
+
+/// The fixtures, made once per test process (`None`: the signer is missing, outside CI).
+fn fixtures() -> Option<&'static Path> {
+    static MADE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    MADE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        common::signing_fixtures(&dir).map(|()| dir)
+    })
+    .as_deref()
+}
+
+/// The image digest `sign.py` recorded for `case`.
+fn image_digest(fixtures: &Path, case: &str) -> String {
+    let cases: serde_json::Value =
+        serde_json::from_slice(&fs::read(fixtures.join("cases.json")).unwrap()).unwrap();
+    cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == case)
+        .unwrap_or_else(|| panic!("cases.json has no {case}"))["image_digest"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+const IDENTITY: &str = "https://github.com/example/app/.github/workflows/release.yaml@refs/tags/*";
+const ISSUER: &str = "https://token.actions.githubusercontent.com";
+
+/// A content file in `dir` serving each of `cases`' layouts as `quay.io/example/<case>`, under
+/// the `verify:` section `images` (keys, roots and keyless rules of the fixtures).
+fn content_file(dir: &Path, fixtures: &Path, cases: &[&str], mode: &str, images: &str) -> PathBuf {
+    let keys = fixtures.join("keys");
+    let mut text = String::from("layouts:\n");
+    for case in cases {
+        text.push_str(&format!(
+            "  - from: {}\n    repository: quay.io/example/{case}\n",
+            fixtures.join("layouts").join(case).display()
+        ));
+    }
+    text.push_str(&format!(
+        "verify:\n  mode: {mode}\n  images:\n{}",
+        images.replace("KEYS", keys.to_str().unwrap())
+    ));
+    let path = dir.join("content.yaml");
+    fs::write(&path, text).unwrap();
+    path
+}
+
+/// The policy the cases are written for: the test key, the test root for key-signed bundles'
+/// log entries, the release workflow keylessly, and every quay.io repository required.
+fn full_policy() -> String {
+    format!(
+        "    keys: [KEYS/cosign.pub]\n    trustedRoot: KEYS/trusted_root.json\n    keyless:\n      - {{identity: \"{IDENTITY}\", issuer: \"{ISSUER}\", trustedRoot: KEYS/trusted_root.json}}\n    require: [\"quay.io/*\"]\n"
+    )
+}
+
+fn pack_config(config: &Path, out: &Path) -> Output {
+    pack(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+/// Every blob of the input layout is in the packed repository, byte for byte.
+fn assert_packed_as_came(fixtures: &Path, case: &str, out: &Path) {
+    let blobs = fixtures.join("layouts").join(case).join("blobs/sha256");
+    let packed = out.join("quay.io/example").join(case).join("blobs/sha256");
+    let mut n = 0;
+    for entry in fs::read_dir(&blobs).unwrap() {
+        let entry = entry.unwrap();
+        let got = fs::read(packed.join(entry.file_name()))
+            .unwrap_or_else(|e| panic!("{case}: {:?} not packed: {e}", entry.file_name()));
+        assert_eq!(
+            got,
+            fs::read(entry.path()).unwrap(),
+            "{case}: {:?}",
+            entry.file_name()
+        );
+        n += 1;
+    }
+    assert!(
+        n >= 4,
+        "{case}: an image and its signature are at least 4 blobs, got {n}"
+    );
+}
+
+#[rstest]
+#[case::sig_valid("sig-valid", Ok("key sha256:"), ".sig")]
+#[case::bundle_key_valid("bundle-key-valid", Ok("key sha256:"), "bundle")]
+#[case::bundle_keyless_valid(
+    "bundle-keyless-valid",
+    Ok(
+        "identity https://github.com/example/app/.github/workflows/release.yaml@refs/tags/v1.0.0 (issuer https://token.actions.githubusercontent.com"
+    ),
+    "bundle"
+)]
+#[case::unsigned("unsigned", Err("no signature"), "")]
+#[case::attestation_only("attestation-only", Err("no signature"), "")]
+#[case::sig_other_key("sig-other-key", Err("verifies with none of verify.images.keys"), "")]
+#[case::sig_tampered("sig-tampered", Err("verifies with none of verify.images.keys"), "")]
+#[case::sig_other_digest(
+    "sig-other-digest",
+    Err("digest mismatch: the signature is over sha256:"),
+    ""
+)]
+#[case::sig_malformed(
+    "sig-malformed",
+    Err("malformed signature: the .sig signature is not base64"),
+    ""
+)]
+#[case::bundle_key_other_key("bundle-key-other-key", Err("signed by another key (hint "), "")]
+#[case::bundle_key_tampered(
+    "bundle-key-tampered",
+    Err("the signature does not verify with key sha256:"),
+    ""
+)]
+#[case::bundle_key_other_digest(
+    "bundle-key-other-digest",
+    Err("digest mismatch: the signature is over sha256:"),
+    ""
+)]
+#[case::bundle_key_bad_inclusion(
+    "bundle-key-bad-inclusion",
+    Err("transparency log: invalid inclusion proof"),
+    ""
+)]
+#[case::bundle_key_no_tlog(
+    "bundle-key-no-tlog",
+    Err("transparency log: the bundle has no log entry"),
+    ""
+)]
+#[case::keyless_wrong_identity(
+    "bundle-keyless-wrong-identity",
+    Err(
+        "identity mismatch: the certificate names https://github.com/example/app/.github/workflows/nightly.yaml@refs/heads/main, the policy wants https://github.com/example/app/.github/workflows/release.yaml@refs/tags/*"
+    ),
+    ""
+)]
+#[case::keyless_wrong_issuer(
+    "bundle-keyless-wrong-issuer",
+    Err(
+        "issuer mismatch: the certificate names https://accounts.google.com, the policy wants https://token.actions.githubusercontent.com"
+    ),
+    ""
+)]
+#[case::keyless_expired(
+    "bundle-keyless-expired",
+    Err("certificate: certificate chain is invalid"),
+    ""
+)]
+#[case::keyless_other_ca("bundle-keyless-other-ca", Err("UnknownIssuer"), "")]
+#[case::keyless_bad_tlog(
+    "bundle-keyless-bad-tlog",
+    Err("transparency log: invalid inclusion promise"),
+    ""
+)]
+#[case::keyless_no_sct(
+    "bundle-keyless-no-sct",
+    Err("certificate is missing SCT extension"),
+    ""
+)]
+fn each_case_alone(#[case] case: &str, #[case] expect: Result<&str, &str>, #[case] form: &str) {
+    let Some(fixtures) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = content_file(dir.path(), fixtures, &[case], "require", &full_policy());
+    let out = dir.path().join("assets");
+    let done = pack_config(&config, &out);
+    let (stdout, stderr) = (text(&done.stdout), text(&done.stderr));
+    let image = format!("quay.io/example/{case}:v1");
+    match expect {
+        Ok(signer) => {
+            assert!(done.status.success(), "{case}: {stderr}");
+            let line = stdout
+                .lines()
+                .find(|l| l.contains(&format!("verified image {image}: ")))
+                .unwrap_or_else(|| panic!("{case}: no verified line in {stdout}"));
+            assert!(line.contains(signer), "{case}: {line}");
+            assert!(line.ends_with(&format!("{form})")), "{case}: {line}");
+            assert_packed_as_came(fixtures, case, &out);
+        }
+        Err(reason) => {
+            assert!(!done.status.success(), "{case} was packed: {stdout}");
+            let digest = image_digest(fixtures, case);
+            let want = format!("{image} ({digest}): rule images.require \"quay.io/*\": ");
+            let line = stderr
+                .lines()
+                .find(|l| l.contains(&want))
+                .unwrap_or_else(|| panic!("{case}: no line `{want}` in {stderr}"));
+            assert!(line.contains(reason), "{case}: `{reason}` not in {line}");
+            assert!(stderr.contains(config.to_str().unwrap()), "{stderr}");
+            assert!(
+                !out.exists(),
+                "{case}: a refused pack wrote {}",
+                out.display()
+            );
+        }
+    }
+}
+
+/// `mode: warn`: every case in one run; the failures are warnings with the same lines, the run
+/// packs everything, and the valid ones are printed as verified.
+#[test]
+fn warn_packs_and_says_why() {
+    let Some(fixtures) = fixtures() else { return };
+    let cases = [
+        "sig-valid",
+        "bundle-keyless-valid",
+        "unsigned",
+        "sig-other-key",
+        "bundle-key-other-digest",
+        "bundle-keyless-wrong-identity",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let config = content_file(dir.path(), fixtures, &cases, "warn", &full_policy());
+    let out = dir.path().join("assets");
+    let done = pack_config(&config, &out);
+    let (stdout, stderr) = (text(&done.stdout), text(&done.stderr));
+    assert!(done.status.success(), "{stderr}");
+    let all = format!("{stdout}{stderr}");
+    for case in &cases[2..] {
+        let want = format!("verify: image quay.io/example/{case}:v1 (");
+        assert!(all.contains(&want), "no warning for {case}: {all}");
+        assert!(
+            out.join("quay.io/example").join(case).is_dir(),
+            "{case} not packed"
+        );
+    }
+    for case in &cases[..2] {
+        assert!(
+            stdout.contains(&format!("verified image quay.io/example/{case}:v1: ")),
+            "{stdout}"
+        );
+    }
+}
+
+/// No pattern names the repositories: unsigned images pack quietly, a signature that fails is
+/// a warning ("signed, not required"), and a valid one is still reported.
+#[test]
+fn not_required_checks_what_is_signed() {
+    let Some(fixtures) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let policy = full_policy().replace("[\"quay.io/*\"]", "[\"registry.k8s.io/*\"]");
+    let config = content_file(
+        dir.path(),
+        fixtures,
+        &["sig-valid", "unsigned", "sig-tampered"],
+        "require",
+        &policy,
+    );
+    let done = pack_config(&config, &dir.path().join("assets"));
+    let (stdout, stderr) = (text(&done.stdout), text(&done.stderr));
+    assert!(done.status.success(), "{stderr}");
+    let all = format!("{stdout}{stderr}");
+    assert!(
+        all.contains("verified image quay.io/example/sig-valid:v1: key sha256:"),
+        "{all}"
+    );
+    assert!(!all.contains("image quay.io/example/unsigned:v1"), "{all}");
+    assert!(
+        all.contains("image quay.io/example/sig-tampered:v1 (")
+            && all.contains("signed, not required, and the .sig signature verifies with none"),
+        "{all}"
+    );
+}
+
+/// Without `images.trustedRoot`, a key-signed bundle's signature is checked with the key and its
+/// log entry is not: a bundle whose inclusion proof is wrong verifies, a changed one does not,
+/// and one with no log entry at all is refused for that.
+#[test]
+fn key_bundles_without_a_root() {
+    let Some(fixtures) = fixtures() else { return };
+    let policy = "    keys: [KEYS/cosign.pub]\n    require: [\"*\"]\n";
+    for (case, refused) in [
+        ("bundle-key-valid", None),
+        ("bundle-key-bad-inclusion", None),
+        (
+            "bundle-key-tampered",
+            Some("the signature does not verify with key"),
+        ),
+        (
+            "bundle-key-no-tlog",
+            Some("transparency log: the bundle has no log entry"),
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = content_file(dir.path(), fixtures, &[case], "require", policy);
+        let done = pack_config(&config, &dir.path().join("assets"));
+        let stderr = text(&done.stderr);
+        match refused {
+            None => assert!(done.status.success(), "{case}: {stderr}"),
+            Some(why) => {
+                assert!(!done.status.success(), "{case} was packed");
+                assert!(stderr.contains(why), "{case}: `{why}` not in {stderr}");
+            }
+        }
+    }
+}
+
+/// A policy that cannot be read is refused, naming the file: a missing key, a key that is not
+/// PEM, a trusted root that is not one, an unknown key in the section.
+#[test]
+fn unreadable_policies_name_the_file() {
+    let Some(fixtures) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.txt");
+    fs::write(&junk, "not a key\n").unwrap();
+    let junk = junk.to_str().unwrap();
+    for (policy, want) in [
+        (
+            "    keys: [KEYS/missing.pub]\n".to_owned(),
+            "cannot read cosign key".to_owned(),
+        ),
+        (
+            format!("    keys: [{junk}]\n"),
+            format!("{junk} is not a PEM public key"),
+        ),
+        (
+            format!("    keyless:\n      - {{identity: x, issuer: y, trustedRoot: {junk}}}\n"),
+            format!("cannot use the trusted root {junk}"),
+        ),
+        (
+            "    keyz: [KEYS/cosign.pub]\n".to_owned(),
+            "unknown field `keyz`".to_owned(),
+        ),
+    ] {
+        let config = content_file(dir.path(), fixtures, &["sig-valid"], "require", &policy);
+        let done = pack_config(&config, &dir.path().join("assets"));
+        let stderr = text(&done.stderr);
+        assert!(!done.status.success(), "{policy}");
+        assert!(stderr.contains(&want), "`{want}` not in {stderr}");
+    }
+}
