@@ -30,15 +30,7 @@ pub fn inputs(policy: &Policy, inputs: &[Input], packed: &mut Packed) -> Result<
                 chart.layer.digest(),
             );
             note(checked, packed, &mut refused, |signer| {
-                format!(
-                    "chart {name} {version}: key {}{}",
-                    signer.primary,
-                    if signer.signing == signer.primary {
-                        String::new()
-                    } else {
-                        format!(" (subkey {})", signer.signing)
-                    }
-                )
+                format!("chart {name} {version}: {}", signer.evidence())
             });
         }
     }

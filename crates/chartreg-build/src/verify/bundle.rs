@@ -32,7 +32,9 @@ use sigstore_verify::types::{
 };
 use sigstore_verify::{Error, PublicKeyVerificationPolicy, VerificationPolicy, Verifier};
 
-use super::image::{Form, ImageSigner, SigReason};
+use chartreg_core::content::{Evidence, Form};
+
+use super::image::SigReason;
 use super::{ImagePolicy, patterns};
 
 /// The in-toto predicate cosign signs an image with.
@@ -58,7 +60,7 @@ pub fn check_bundle(
     policy: &ImagePolicy,
     image: &Digest,
     json: &[u8],
-) -> Result<Option<ImageSigner>, SigReason> {
+) -> Result<Option<Evidence>, SigReason> {
     let text = std::str::from_utf8(json)
         .map_err(|_| SigReason::Malformed("the bundle is not UTF-8 JSON".into()))?;
     let bundle = Bundle::from_json(text)
@@ -129,8 +131,9 @@ pub fn check_bundle(
             verifier
                 .verify(artifact(), &bundle, &check)
                 .map_err(|e| mismatch(e, Some(key.fingerprint.clone())))?;
-            Ok(Some(ImageSigner::Key {
-                fingerprint: key.fingerprint.clone(),
+            Ok(Some(Evidence::Key {
+                key: key.fingerprint.clone(),
+                subkey: None,
                 form: Form::Bundle,
             }))
         }
@@ -148,7 +151,7 @@ pub fn check_bundle(
                             .map(|i| i.as_str().to_owned())
                             .unwrap_or_default();
                         if patterns::matches(&rule.identity, &identity) {
-                            return Ok(Some(ImageSigner::Identity {
+                            return Ok(Some(Evidence::Identity {
                                 identity,
                                 issuer: rule.issuer.clone(),
                                 form: Form::Bundle,

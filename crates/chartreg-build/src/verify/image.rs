@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use chartreg_core::content::{Evidence, Form};
 use chartreg_core::oci::Digest;
 use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME, blob_path};
 use serde::Deserialize;
@@ -26,52 +27,6 @@ use super::{Checked, ImagePolicy, Mode, bundle};
 
 /// The Sigstore bundle's media type: a referrer's artifact type and its layer's.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
-
-/// Which form a signature came in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Form {
-    /// The legacy `sha256-<hex>.sig` tag.
-    Sig,
-    /// A Sigstore bundle referrer.
-    Bundle,
-}
-
-/// Who signed an image, as verified.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ImageSigner {
-    Key {
-        fingerprint: String,
-        form: Form,
-    },
-    Identity {
-        identity: String,
-        issuer: String,
-        form: Form,
-    },
-}
-
-impl std::fmt::Display for ImageSigner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let form = |form: &Form| match form {
-            Form::Sig => ".sig",
-            Form::Bundle => "bundle",
-        };
-        match self {
-            ImageSigner::Key {
-                fingerprint,
-                form: how,
-            } => {
-                write!(f, "key {fingerprint} ({})", form(how))
-            }
-            ImageSigner::Identity {
-                identity,
-                issuer,
-                form: how,
-            } => write!(f, "identity {identity} (issuer {issuer}, {})", form(how)),
-        }
-    }
-}
 
 /// Why one signature of an image does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -122,7 +77,7 @@ pub struct ImageChecked {
     pub repository: String,
     pub tag: String,
     pub digest: Digest,
-    pub checked: Checked<Vec<ImageSigner>>,
+    pub checked: Checked<Vec<Evidence>>,
 }
 
 /// Why a layout's signatures cannot be read.
@@ -264,8 +219,9 @@ pub fn check_layout(
                         .get(CERTIFICATE_ANNOTATION)
                         .map(String::as_str),
                 ) {
-                    Ok(fingerprint) => signers.push(ImageSigner::Key {
-                        fingerprint,
+                    Ok(key) => signers.push(Evidence::Key {
+                        key,
+                        subkey: None,
                         form: Form::Sig,
                     }),
                     Err(reason) => failures.push(reason),
@@ -309,8 +265,8 @@ fn decide(
     rule: Option<&str>,
     mode: Mode,
     what: &str,
-    outcome: Result<Vec<ImageSigner>, SigReason>,
-) -> Checked<Vec<ImageSigner>> {
+    outcome: Result<Vec<Evidence>, SigReason>,
+) -> Checked<Vec<Evidence>> {
     match (outcome, rule) {
         (Ok(signers), _) => Checked::Verified(signers),
         (Err(SigReason::Unsigned), None) => Checked::NotSigned,

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 pub use cosign::{CosignKey, KeyError};
-pub use image::{ImageChecked, ImageSigner, LayoutError, check_layout};
+pub use image::{ImageChecked, LayoutError, check_layout};
 pub use keyring::{Keyring, KeyringError};
 pub use prov::{Reason, Signer};
 

@@ -21,6 +21,17 @@ pub struct Signer {
     pub signing: String,
 }
 
+impl Signer {
+    /// As the lock and the content record it: the primary key, and the subkey when another.
+    pub fn evidence(&self) -> chartreg_core::content::Evidence {
+        chartreg_core::content::Evidence::Key {
+            key: self.primary.clone(),
+            subkey: (self.signing != self.primary).then(|| self.signing.clone()),
+            form: chartreg_core::content::Form::Prov,
+        }
+    }
+}
+
 /// Why a provenance file does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Reason {

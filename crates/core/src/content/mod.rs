@@ -40,6 +40,7 @@ mod load;
 mod maps;
 mod namespaces;
 mod problem;
+mod verification;
 
 use bytes::Bytes;
 use bytestring::ByteString;
@@ -60,6 +61,10 @@ pub use input::{BuildBytes, BuildFile, Content, HeldFile};
 pub use kinds::{Artifact, Kind};
 pub use listing::Listing;
 pub use problem::{LoadError, Problem};
+pub use verification::{
+    ChartsMaterial, Evidence, Form, ImagesMaterial, KeylessMaterial, PolicyRecord, Record,
+    VERIFICATION_FILE, VerificationFile,
+};
 
 /// Why files do not make a registry ([`Registry::from_files`]).
 #[derive(Debug, thiserror::Error)]
