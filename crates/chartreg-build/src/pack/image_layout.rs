@@ -24,7 +24,7 @@ use std::str::FromStr;
 
 use chartreg_core::oci::layout::{
     Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE, OciLayout,
-    REF_NAME, blob_path,
+    REF_NAME, blob_path, tag_of,
 };
 use chartreg_core::oci::media_type::{ManifestKind, manifest_kind};
 use chartreg_core::oci::{Digest, NameError, RepositoryName, Tag, TagError};
@@ -104,17 +104,6 @@ pub struct ImageLayout {
 struct Entry {
     descriptor: Descriptor,
     tag: Option<String>,
-}
-
-/// The tag a `ref.name` annotation stands for: itself, or the part after the last `:` of a
-/// reference such as `registry.example/app:1.0` (not of a digest reference).
-pub(crate) fn tag_of(ref_name: &str) -> Option<String> {
-    if ref_name.parse::<Tag>().is_ok() {
-        return Some(ref_name.to_owned());
-    }
-    let (before, tail) = ref_name.rsplit_once(':')?;
-    (!before.ends_with("@sha256") && !tail.contains('/') && tail.parse::<Tag>().is_ok())
-        .then(|| tail.to_owned())
 }
 
 /// What is taken from the layout so far.

@@ -48,7 +48,6 @@ use chartreg_core::tree::{self, Outcome, Tree};
 pub(crate) use chart::{ArchiveFile, archive_files, gunzip};
 pub use chart::{Chart, MAX_DECOMPRESSED, read as read_chart};
 pub use chart_package::{ChartPackage, Layer};
-pub(crate) use image_layout::tag_of;
 pub use image_layout::{ImageLayout, LayoutSpec, LayoutSpecError};
 pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record, RecordError};
 pub use problem::{PackError, Problem};

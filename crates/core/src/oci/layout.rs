@@ -133,6 +133,18 @@ pub struct ImageIndex {
     pub annotations: Annotations,
 }
 
+/// The tag an index entry's `ref.name` annotation stands for: itself, or the part after the
+/// last `:` of a reference such as `registry.example/app:1.0` (not of a digest reference), as
+/// skopeo, oras and crane write them.
+pub fn tag_of(ref_name: &str) -> Option<String> {
+    if ref_name.parse::<super::Tag>().is_ok() {
+        return Some(ref_name.to_owned());
+    }
+    let (before, tail) = ref_name.rsplit_once(':')?;
+    (!before.ends_with("@sha256") && !tail.contains('/') && tail.parse::<super::Tag>().is_ok())
+        .then(|| tail.to_owned())
+}
+
 /// The path of a blob inside a layout: `blobs/<algorithm>/<encoded>`.
 pub fn blob_path(digest: &Digest) -> String {
     format!("blobs/{}/{}", digest.algorithm(), digest.encoded())

@@ -31,6 +31,8 @@ pub enum KeyringError {
 pub struct Keyring {
     pub path: PathBuf,
     pub keys: Vec<SignedPublicKey>,
+    /// The keyring's bytes, as read (the content's record embeds them).
+    pub data: Vec<u8>,
 }
 
 impl Keyring {
@@ -39,6 +41,11 @@ impl Keyring {
             path: path.to_owned(),
             source,
         })?;
+        Keyring::from_bytes(path, data)
+    }
+
+    /// The keyring `data` (read from `path`, for messages).
+    pub fn from_bytes(path: &Path, data: Vec<u8>) -> Result<Keyring, KeyringError> {
         if data.get(8..12) == Some(b"KBXf") {
             return Err(KeyringError::Keybox {
                 path: path.to_owned(),
@@ -66,6 +73,7 @@ impl Keyring {
         Ok(Keyring {
             path: path.to_owned(),
             keys,
+            data,
         })
     }
 }

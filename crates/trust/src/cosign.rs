@@ -16,7 +16,7 @@ use serde::Deserialize;
 use sigstore_verify::crypto::VerificationKey;
 use sigstore_verify::types::{DerPublicKey, SignatureBytes};
 
-use super::image::SigReason;
+use crate::image::SigReason;
 
 /// The simple-signing layer's media type.
 pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -29,6 +29,8 @@ pub const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
 #[derive(Debug, Clone)]
 pub struct CosignKey {
     pub path: PathBuf,
+    /// The key file's text, as read (the content's record embeds it).
+    pub pem: String,
     pub der: DerPublicKey,
     /// `sha256:<hex>` of the key's SubjectPublicKeyInfo: what the lock and pages show, and the
     /// base64 of its bytes is a bundle's `publicKey.hint`.
@@ -54,14 +56,20 @@ impl CosignKey {
             path: path.to_owned(),
             source,
         })?;
+        CosignKey::from_pem(path, &text)
+    }
+
+    /// The PEM public key `text` (read from `path`, for messages).
+    pub fn from_pem(path: &Path, text: &str) -> Result<CosignKey, KeyError> {
         let not_a_key = |reason: String| KeyError::NotAKey {
             path: path.to_owned(),
             reason,
         };
-        let der = DerPublicKey::from_pem(&text).map_err(|e| not_a_key(e.to_string()))?;
+        let der = DerPublicKey::from_pem(text).map_err(|e| not_a_key(e.to_string()))?;
         VerificationKey::from_spki(&der).map_err(|e| not_a_key(e.to_string()))?;
         Ok(CosignKey {
             path: path.to_owned(),
+            pem: text.to_owned(),
             fingerprint: Digest::sha256_of(der.as_bytes()).to_string(),
             der,
         })
@@ -117,7 +125,7 @@ pub fn check_simple_signing(
     };
     let signature = SignatureBytes::from_base64(signature.trim())
         .map_err(|e| SigReason::Malformed(format!("the .sig signature is not base64: {e}")))?;
-    super::provider::install();
+    crate::provider::install();
     let Some(key) = keys.iter().find(|k| k.verifies(payload, &signature)) else {
         return Err(if certificate.is_some() {
             SigReason::KeylessSig

@@ -1,47 +1,20 @@
-//! `verify:` in the content file: what must be signed, by whom, and what pack does when it is
-//! not.
-//! - Charts: each chart's `.prov` is checked against the policy's keyring ([`prov`],
-//!   [`keyring`]) when pack reads it.
-//! - Images: each tagged image of a layout, by its cosign signatures: the legacy `.sig` tag
-//!   ([`cosign`]) and Sigstore bundle referrers ([`bundle`]), found in the layout ([`image`]),
-//!   checked with the policy's keys and keyless rules (sigstore-verify over ring: [`provider`]).
-//!
-//! An artifact whose name a `require` pattern ([`patterns`]) matches must verify, else pack
-//! refuses it (`mode: require`) or warns (`mode: warn`); one no pattern names is checked when it
-//! is signed, and a signature that fails is a warning.
-//!
-//! ```yaml
-//! verify:
-//!   mode: require              # or warn
-//!   charts:
-//!     keyring: keys/pubring.gpg
-//!     require: ["*"]           # chart name patterns that must be signed
-//!   images:
-//!     keys: [keys/cosign.pub]
-//!     trustedRoot: keys/trusted_root.json   # optional: key-signed bundles' log entries
-//!     keyless:
-//!       - {identity: "https://github.com/ORG/REPO/.github/workflows/release.yaml@refs/tags/*",
-//!          issuer: "https://token.actions.githubusercontent.com", trustedRoot: keys/trusted_root.json}
-//!     require: ["quay.io/*"]   # repository patterns that must be signed
-//! ```
-
-pub mod bundle;
-pub mod cosign;
-pub mod image;
-pub mod keyring;
-pub mod patterns;
-pub mod prov;
-pub mod provider;
+//! The policy: the content file's `verify:` section as written ([`VerifySection`]), and as read
+//! ([`Policy`]: its keyring, keys and trusted roots parsed, their bytes kept). A policy is read
+//! from the files the section names ([`Policy::of`]) or from the record the built content
+//! embeds ([`Policy::from_record`]); [`Policy::record`] is that record. [`check_chart`] and the
+//! rule lookups say what a chart's check comes to under it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
 
-pub use cosign::{CosignKey, KeyError};
-pub use image::{ImageChecked, LayoutError, check_layout};
-pub use keyring::{Keyring, KeyringError};
-pub use prov::{Reason, Signer};
+use chartreg_core::content::{ChartsMaterial, ImagesMaterial, KeylessMaterial, PolicyRecord};
+
+use crate::cosign::{CosignKey, KeyError};
+use crate::keyring::{Keyring, KeyringError};
+use crate::prov::{Reason, Signer};
+use crate::{bundle, patterns, prov, provider};
 
 /// The content file's `verify:` section, as written (paths relative to the content file).
 #[derive(Debug, Clone, Deserialize)]
@@ -120,6 +93,8 @@ pub enum PolicyError {
     Root { path: PathBuf, reason: String },
     #[error("cannot make a verifier: {0}")]
     Verifier(String),
+    #[error("mode `{0}` is neither require nor warn")]
+    Mode(String),
 }
 
 /// The content file's policy, its material read: what pack and fetch check against.
@@ -130,6 +105,45 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// What the built content embeds: the mode, and each part's material and patterns.
+    pub fn record(&self) -> PolicyRecord {
+        PolicyRecord {
+            mode: self.mode().as_str().to_owned(),
+            charts: self.charts.as_ref().map(ChartPolicy::record),
+            images: self.images.as_ref().map(ImagePolicy::record),
+        }
+    }
+
+    /// The policy `record` (read from `from`) stands for.
+    pub fn from_record(from: &Path, record: &PolicyRecord) -> Result<Policy, PolicyError> {
+        let mode = match record.mode.as_str() {
+            "require" => Mode::Require,
+            "warn" => Mode::Warn,
+            other => return Err(PolicyError::Mode(other.to_owned())),
+        };
+        Ok(Policy {
+            charts: record
+                .charts
+                .as_ref()
+                .map(|c| ChartPolicy::from_record(from, mode, c))
+                .transpose()?,
+            images: record
+                .images
+                .as_ref()
+                .map(|i| ImagePolicy::from_record(from, mode, i))
+                .transpose()?,
+        })
+    }
+
+    /// The mode (the same for both parts).
+    pub fn mode(&self) -> Mode {
+        self.charts
+            .as_ref()
+            .map(|c| c.mode)
+            .or(self.images.as_ref().map(|i| i.mode))
+            .unwrap_or_default()
+    }
+
     /// The policy of the content file `config`'s `section`.
     pub fn of(config: &Path, section: &VerifySection) -> Result<Policy, PolicyError> {
         Ok(Policy {
@@ -148,6 +162,8 @@ pub struct ImagePolicy {
     pub keyless: Vec<KeylessRule>,
     /// Key-signed bundles' log entries are checked with this (`images.trustedRoot`).
     pub key_root: Option<Arc<sigstore_verify::Verifier>>,
+    /// That root's JSON, as the record keeps it.
+    pub key_root_json: Option<String>,
     /// A verifier over an empty root, for key-signed bundles without `images.trustedRoot`.
     pub no_root: Arc<sigstore_verify::Verifier>,
     pub require: Vec<String>,
@@ -159,6 +175,8 @@ pub struct KeylessRule {
     pub identity: String,
     pub issuer: String,
     pub root: PathBuf,
+    /// The root's JSON, as the record keeps it.
+    pub root_json: String,
     pub verifier: Arc<sigstore_verify::Verifier>,
 }
 
@@ -182,14 +200,24 @@ impl std::fmt::Debug for ImagePolicy {
     }
 }
 
-/// A verifier over the trusted root file `path`.
-fn root_verifier(path: &Path) -> Result<Arc<sigstore_verify::Verifier>, PolicyError> {
+/// The trusted root file `path`: its JSON and a verifier over it.
+fn read_root(path: &Path) -> Result<(String, Arc<sigstore_verify::Verifier>), PolicyError> {
+    let json = std::fs::read_to_string(path).map_err(|e| PolicyError::Root {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let verifier = root_verifier(path, &json)?;
+    Ok((json, verifier))
+}
+
+/// A verifier over the trusted root `json` (from `path`, for messages).
+fn root_verifier(path: &Path, json: &str) -> Result<Arc<sigstore_verify::Verifier>, PolicyError> {
     let root_error = |reason: String| PolicyError::Root {
         path: path.to_owned(),
         reason,
     };
     provider::install();
-    let root = sigstore_verify::trust_root::TrustedRoot::from_file(path)
+    let root = sigstore_verify::trust_root::TrustedRoot::from_json(json)
         .map_err(|e| root_error(e.to_string()))?;
     sigstore_verify::Verifier::new(&root)
         .map(Arc::new)
@@ -202,7 +230,7 @@ impl ImagePolicy {
         let Some(images) = &section.images else {
             return Ok(None);
         };
-        provider::install();
+        let key_root = images.trusted_root.as_deref().map(read_root).transpose()?;
         Ok(Some(ImagePolicy {
             config: config.to_owned(),
             mode: section.mode,
@@ -215,22 +243,77 @@ impl ImagePolicy {
                 .keyless
                 .iter()
                 .map(|rule| {
+                    let (root_json, verifier) = read_root(&rule.trusted_root)?;
                     Ok(KeylessRule {
                         identity: rule.identity.clone(),
                         issuer: rule.issuer.clone(),
                         root: rule.trusted_root.clone(),
-                        verifier: root_verifier(&rule.trusted_root)?,
+                        root_json,
+                        verifier,
                     })
                 })
                 .collect::<Result<_, PolicyError>>()?,
-            key_root: images
-                .trusted_root
-                .as_deref()
-                .map(root_verifier)
-                .transpose()?,
+            key_root_json: key_root.as_ref().map(|(json, _)| json.clone()),
+            key_root: key_root.map(|(_, verifier)| verifier),
             no_root: bundle::empty_verifier().map_err(PolicyError::Verifier)?,
             require: images.require.clone(),
         }))
+    }
+
+    /// The images' part of the record.
+    pub fn record(&self) -> ImagesMaterial {
+        ImagesMaterial {
+            keys: self.keys.iter().map(|k| k.pem.clone()).collect(),
+            trusted_root: self.key_root_json.clone(),
+            keyless: self
+                .keyless
+                .iter()
+                .map(|r| KeylessMaterial {
+                    identity: r.identity.clone(),
+                    issuer: r.issuer.clone(),
+                    trusted_root: r.root_json.clone(),
+                })
+                .collect(),
+            require: self.require.clone(),
+        }
+    }
+
+    /// The images' policy a record makes (`from`: the record's file, for messages).
+    pub fn from_record(
+        from: &Path,
+        mode: Mode,
+        record: &ImagesMaterial,
+    ) -> Result<ImagePolicy, PolicyError> {
+        let key_root = match &record.trusted_root {
+            Some(json) => Some(root_verifier(from, json)?),
+            None => None,
+        };
+        Ok(ImagePolicy {
+            config: from.to_owned(),
+            mode,
+            keys: record
+                .keys
+                .iter()
+                .map(|pem| CosignKey::from_pem(from, pem))
+                .collect::<Result<_, _>>()?,
+            keyless: record
+                .keyless
+                .iter()
+                .map(|r| {
+                    Ok(KeylessRule {
+                        identity: r.identity.clone(),
+                        issuer: r.issuer.clone(),
+                        root: from.to_owned(),
+                        root_json: r.trusted_root.clone(),
+                        verifier: root_verifier(from, &r.trusted_root)?,
+                    })
+                })
+                .collect::<Result<_, PolicyError>>()?,
+            key_root,
+            key_root_json: record.trusted_root.clone(),
+            no_root: bundle::empty_verifier().map_err(PolicyError::Verifier)?,
+            require: record.require.clone(),
+        })
     }
 
     /// The `require` pattern that names repository `name`, if one does.
@@ -246,6 +329,15 @@ pub enum Mode {
     #[default]
     Require,
     Warn,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Require => "require",
+            Mode::Warn => "warn",
+        }
+    }
 }
 
 /// The charts' policy, its keyring read.
@@ -273,6 +365,34 @@ impl ChartPolicy {
             keyring: Keyring::read(&charts.keyring)?,
             require: charts.require.clone(),
         }))
+    }
+
+    /// The charts' part of the record.
+    pub fn record(&self) -> ChartsMaterial {
+        ChartsMaterial {
+            keyring: hex::encode(&self.keyring.data),
+            require: self.require.clone(),
+        }
+    }
+
+    /// The charts' policy a record makes (`from`: the record's file, for messages).
+    pub fn from_record(
+        from: &Path,
+        mode: Mode,
+        record: &ChartsMaterial,
+    ) -> Result<ChartPolicy, PolicyError> {
+        let data = hex::decode(&record.keyring).map_err(|e| {
+            PolicyError::Keyring(KeyringError::Unreadable {
+                path: from.to_owned(),
+                message: format!("the recorded keyring is not hex: {e}"),
+            })
+        })?;
+        Ok(ChartPolicy {
+            config: from.to_owned(),
+            mode,
+            keyring: Keyring::from_bytes(from, data)?,
+            require: record.require.clone(),
+        })
     }
 
     /// The `require` pattern that names chart `name`, if one does.

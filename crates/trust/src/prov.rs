@@ -11,7 +11,7 @@ use pgp::composed::CleartextSignedMessage;
 use pgp::packet::Signature;
 use pgp::types::{KeyDetails, VerifyingKey};
 
-use super::keyring::Keyring;
+use crate::keyring::Keyring;
 
 /// Who signed: the key's primary fingerprint (what `helm verify` prints) and the key that
 /// made the signature (the primary key or a subkey), uppercase hex.

@@ -19,11 +19,12 @@ use std::path::{Path, PathBuf};
 
 use chartreg_core::content::{Evidence, Form};
 use chartreg_core::oci::Digest;
-use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME, blob_path};
+use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME, blob_path, tag_of};
 use serde::Deserialize;
 
-use super::cosign::{self, CERTIFICATE_ANNOTATION, SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
-use super::{Checked, ImagePolicy, Mode, bundle};
+use crate::bundle;
+use crate::cosign::{self, CERTIFICATE_ANNOTATION, SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
+use crate::policy::{Checked, ImagePolicy, Mode};
 
 /// The Sigstore bundle's media type: a referrer's artifact type and its layer's.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -90,6 +91,49 @@ pub enum LayoutError {
     },
     #[error("{} is not what the layout says: {detail}", path.display())]
     Invalid { path: PathBuf, detail: String },
+    #[error("{what}: {detail}")]
+    Unreadable { what: String, detail: String },
+}
+
+/// Where a repository's manifests and blobs are read from: an OCI image layout on disk
+/// ([`LayoutStore`]), or the server's embedded content.
+pub trait Store {
+    /// Every manifest the repository lists, with its tag when it has one.
+    fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError>;
+    /// The bytes of the manifest or blob `digest`, checked against it.
+    fn read(&self, digest: &Digest) -> Result<Vec<u8>, LayoutError>;
+}
+
+/// An OCI image layout on disk: its `index.json` entries, its `blobs/`.
+pub struct LayoutStore<'a> {
+    pub dir: &'a Path,
+}
+
+impl Store for LayoutStore<'_> {
+    fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError> {
+        let index_path = self.dir.join(INDEX_FILE);
+        let data = fs::read(&index_path).map_err(|source| LayoutError::Read {
+            path: index_path.clone(),
+            source,
+        })?;
+        let index: ImageIndex =
+            serde_json::from_slice(&data).map_err(|e| LayoutError::Invalid {
+                path: index_path.clone(),
+                detail: e.to_string(),
+            })?;
+        Ok(index
+            .manifests
+            .into_iter()
+            .map(|d| {
+                let tag = d.annotations.get(REF_NAME).and_then(|r| tag_of(r));
+                (tag, d.digest)
+            })
+            .collect())
+    }
+
+    fn read(&self, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
+        blob(self.dir, digest)
+    }
 }
 
 #[derive(Deserialize)]
@@ -130,10 +174,10 @@ fn blob(dir: &Path, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
     Ok(data)
 }
 
-fn manifest(dir: &Path, digest: &Digest) -> Result<Manifest, LayoutError> {
-    let data = blob(dir, digest)?;
-    serde_json::from_slice(&data).map_err(|e| LayoutError::Invalid {
-        path: dir.join(blob_path(digest)),
+fn manifest(store: &dyn Store, digest: &Digest) -> Result<Manifest, LayoutError> {
+    let data = store.read(digest)?;
+    serde_json::from_slice(&data).map_err(|e| LayoutError::Unreadable {
+        what: format!("manifest {digest}"),
         detail: format!("not a manifest: {e}"),
     })
 }
@@ -156,40 +200,37 @@ pub fn check_layout(
     dir: &Path,
     tag: Option<&str>,
 ) -> Result<Vec<ImageChecked>, LayoutError> {
-    let index_path = dir.join(INDEX_FILE);
-    let data = fs::read(&index_path).map_err(|source| LayoutError::Read {
-        path: index_path.clone(),
-        source,
-    })?;
-    let index: ImageIndex = serde_json::from_slice(&data).map_err(|e| LayoutError::Invalid {
-        path: index_path.clone(),
-        detail: e.to_string(),
-    })?;
-    let tagged: Vec<(String, Digest)> = index
-        .manifests
+    check_store(policy, repository, &LayoutStore { dir }, tag)
+}
+
+/// Checks every tagged image of `store` (only `tag`, when given), served as `repository`,
+/// against `policy`.
+pub fn check_store(
+    policy: &ImagePolicy,
+    repository: &str,
+    store: &dyn Store,
+    tag: Option<&str>,
+) -> Result<Vec<ImageChecked>, LayoutError> {
+    let entries = store.entries()?;
+    let tagged: Vec<(String, Digest)> = entries
         .iter()
-        .filter_map(|d| {
-            let t = crate::pack::tag_of(d.annotations.get(REF_NAME)?)?;
-            Some((t, d.digest.clone()))
-        })
+        .filter_map(|(t, d)| Some((t.clone()?, d.clone())))
         .collect();
     // Every manifest with a subject, by its subject: the bundle referrers among them.
     let mut bundles: BTreeMap<Digest, Vec<Digest>> = BTreeMap::new();
-    for d in &index.manifests {
-        let tagged_image = tagged
-            .iter()
-            .any(|(t, digest)| *digest == d.digest && !is_cosign_tag(t));
+    for (_, digest) in &entries {
+        let tagged_image = tagged.iter().any(|(t, d)| d == digest && !is_cosign_tag(t));
         if tagged_image {
             continue;
         }
-        let m = manifest(dir, &d.digest)?;
+        let m = manifest(store, digest)?;
         let is_bundle = m.artifact_type.as_deref() == Some(BUNDLE_MEDIA_TYPE)
             || m.config.as_ref().map(|c| c.media_type.as_str()) == Some(BUNDLE_MEDIA_TYPE);
         if let (true, Some(subject)) = (is_bundle, m.subject) {
             bundles
                 .entry(subject.digest)
                 .or_default()
-                .push(d.digest.clone());
+                .push(digest.clone());
         }
     }
     let mut checked = Vec::new();
@@ -201,11 +242,11 @@ pub fn check_layout(
         let mut failures = Vec::new();
         let sig_tag = format!("sha256-{}.sig", digest.encoded());
         if let Some((_, sig)) = tagged.iter().find(|(t, _)| *t == sig_tag) {
-            for layer in manifest(dir, sig)?.layers {
+            for layer in manifest(store, sig)?.layers {
                 if layer.media_type != SIMPLE_SIGNING {
                     continue;
                 }
-                let payload = blob(dir, &layer.digest)?;
+                let payload = store.read(&layer.digest)?;
                 match cosign::check_simple_signing(
                     &policy.keys,
                     digest,
@@ -229,11 +270,11 @@ pub fn check_layout(
             }
         }
         for referrer in bundles.get(digest).into_iter().flatten() {
-            for layer in manifest(dir, referrer)?.layers {
+            for layer in manifest(store, referrer)?.layers {
                 if layer.media_type != BUNDLE_MEDIA_TYPE {
                     continue;
                 }
-                match bundle::check_bundle(policy, digest, &blob(dir, &layer.digest)?) {
+                match bundle::check_bundle(policy, digest, &store.read(&layer.digest)?) {
                     Ok(Some(signer)) => signers.push(signer),
                     Ok(None) => {}
                     Err(reason) => failures.push(reason),

@@ -34,8 +34,9 @@ use sigstore_verify::{Error, PublicKeyVerificationPolicy, VerificationPolicy, Ve
 
 use chartreg_core::content::{Evidence, Form};
 
-use super::image::SigReason;
-use super::{ImagePolicy, patterns};
+use crate::image::SigReason;
+use crate::patterns;
+use crate::policy::ImagePolicy;
 
 /// The in-toto predicate cosign signs an image with.
 pub const SIGN_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
@@ -86,7 +87,7 @@ pub fn check_bundle(
     let hash = Sha256Hash::from_hex(image.encoded())
         .map_err(|e| SigReason::Malformed(format!("{image}: {e}")))?;
     let artifact = || Artifact::Digest(ArtifactDigest::from(hash));
-    super::provider::install();
+    crate::provider::install();
     let mismatch = |e: Error, key: Option<String>| match e {
         Error::ArtifactMismatch(_) => SigReason::OtherDigest {
             signed: if subjects.is_empty() {

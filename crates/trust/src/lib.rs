@@ -1,0 +1,49 @@
+//! Signatures checked against a policy (the content file's `verify:`): what must be signed, by
+//! whom, and what a failure comes to. The build tool checks at fetch and pack; the server's
+//! `chartreg verify` checks again with the policy the content embeds (`policy`'s record).
+//! - Charts: each chart's `.prov` is checked against the policy's keyring ([`prov`],
+//!   [`keyring`]) when pack reads it.
+//! - Images: each tagged image of a layout, by its cosign signatures: the legacy `.sig` tag
+//!   ([`cosign`]) and Sigstore bundle referrers ([`bundle`]), found in the layout ([`image`]),
+//!   checked with the policy's keys and keyless rules (sigstore-verify over ring: [`provider`]).
+//!
+//! An artifact whose name a `require` pattern ([`patterns`]) matches must verify, else pack
+//! refuses it (`mode: require`) or warns (`mode: warn`); one no pattern names is checked when it
+//! is signed, and a signature that fails is a warning.
+//!
+//! ```yaml
+//! verify:
+//!   mode: require              # or warn
+//!   charts:
+//!     keyring: keys/pubring.gpg
+//!     require: ["*"]           # chart name patterns that must be signed
+//!   images:
+//!     keys: [keys/cosign.pub]
+//!     trustedRoot: keys/trusted_root.json   # optional: key-signed bundles' log entries
+//!     keyless:
+//!       - {identity: "https://github.com/ORG/REPO/.github/workflows/release.yaml@refs/tags/*",
+//!          issuer: "https://token.actions.githubusercontent.com", trustedRoot: keys/trusted_root.json}
+//!     require: ["quay.io/*"]   # repository patterns that must be signed
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod bundle;
+pub mod cosign;
+pub mod image;
+pub mod keyring;
+pub mod patterns;
+pub mod policy;
+pub mod prov;
+pub mod provider;
+
+pub use cosign::{CosignKey, KeyError};
+pub use image::{
+    ImageChecked, LayoutError, LayoutStore, SigReason, Store, check_layout, check_store,
+};
+pub use keyring::{Keyring, KeyringError};
+pub use policy::{
+    ChartPolicy, ChartsSection, Checked, ImagePolicy, ImagesSection, KeylessRule, KeylessSection,
+    Mode, Policy, PolicyError, VerifySection, check_chart,
+};
+pub use prov::{Reason, Signer};
