@@ -18,6 +18,7 @@ mod common;
 mod paths;
 mod registry;
 mod sources;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
