@@ -70,6 +70,57 @@ pub fn signing_fixtures(out: &Path) -> Option<()> {
     Some(())
 }
 
+/// A throwaway RSA key in a private GNUPGHOME: its public keyring and the legacy secret keyring
+/// `helm package --sign` reads (exported beside GNUPGHOME: gpg would migrate one inside it).
+pub struct GpgKey {
+    pub public: PathBuf,
+    pub secret: PathBuf,
+}
+
+impl GpgKey {
+    /// Makes the key `uid` in `dir` (files named after `name`); `None` (the test is skipped)
+    /// when gpg is missing.
+    pub fn make(dir: &Path, name: &str, uid: &str) -> Option<GpgKey> {
+        use std::os::unix::fs::PermissionsExt;
+        let gpg = tool("gpg")?;
+        let home = dir.join(format!("gnupg-{name}"));
+        std::fs::create_dir(&home).expect("GNUPGHOME");
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let run = |args: &[&str]| {
+            let out = output_of(
+                Command::new(&gpg)
+                    .args([
+                        "--batch",
+                        "--quiet",
+                        "--pinentry-mode",
+                        "loopback",
+                        "--passphrase",
+                        "",
+                    ])
+                    .args(args)
+                    .env("GNUPGHOME", &home),
+                "gpg",
+            );
+            assert!(out.status.success(), "gpg {args:?}: {}", describe(&out));
+            out.stdout
+        };
+        run(&["--quick-gen-key", uid, "rsa3072", "sign", "never"]);
+        let key = GpgKey {
+            public: dir.join(format!("{name}.pub.gpg")),
+            secret: dir.join(format!("{name}.sec.gpg")),
+        };
+        std::fs::write(&key.public, run(&["--export"])).expect("public keyring");
+        std::fs::write(&key.secret, run(&["--export-secret-keys"])).expect("secret keyring");
+        if let Some(gpgconf) = tool("gpgconf") {
+            let _ = Command::new(gpgconf)
+                .args(["--kill", "gpg-agent"])
+                .env("GNUPGHOME", &home)
+                .output();
+        }
+        Some(key)
+    }
+}
+
 /// Makes `cmd` (Helm, or a wrapper that runs it) use its own folders under `home` and none
 /// of the caller's Helm, registry, Kubernetes or TLS settings.
 pub fn isolate_helm<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {

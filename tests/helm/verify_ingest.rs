@@ -4,54 +4,11 @@
 //! --sign` with a key gpg makes; a second key, a `.prov` edited after signing, an unsigned
 //! chart; `require` refuses naming each, `warn` packs with warnings.
 
-use std::os::unix::fs::PermissionsExt;
-
 use super::*;
+use common::GpgKey;
 
-/// A throwaway RSA key in a private GNUPGHOME: its public keyring and the legacy secret keyring
-/// `helm package --sign` reads (exported beside GNUPGHOME: gpg would migrate one inside it).
-struct Key {
-    public: PathBuf,
-    secret: PathBuf,
-}
-
-fn make_key(dir: &Path, name: &str, uid: &str) -> Key {
-    let gpg = common::tool("gpg").expect("gpg");
-    let home = dir.join(format!("gnupg-{name}"));
-    std::fs::create_dir(&home).expect("GNUPGHOME");
-    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    let run = |args: &[&str]| {
-        let out = common::output_of(
-            Command::new(&gpg)
-                .args([
-                    "--batch",
-                    "--quiet",
-                    "--pinentry-mode",
-                    "loopback",
-                    "--passphrase",
-                    "",
-                ])
-                .args(args)
-                .env("GNUPGHOME", &home),
-            "gpg",
-        );
-        assert!(out.status.success(), "gpg {args:?}: {}", describe(&out));
-        out.stdout
-    };
-    run(&["--quick-gen-key", uid, "rsa3072", "sign", "never"]);
-    let key = Key {
-        public: dir.join(format!("{name}.pub.gpg")),
-        secret: dir.join(format!("{name}.sec.gpg")),
-    };
-    std::fs::write(&key.public, run(&["--export"])).expect("public keyring");
-    std::fs::write(&key.secret, run(&["--export-secret-keys"])).expect("secret keyring");
-    if let Some(gpgconf) = common::tool("gpgconf") {
-        let _ = Command::new(gpgconf)
-            .args(["--kill", "gpg-agent"])
-            .env("GNUPGHOME", &home)
-            .output();
-    }
-    key
+fn make_key(dir: &Path, name: &str, uid: &str) -> GpgKey {
+    GpgKey::make(dir, name, uid).expect("gpg")
 }
 
 /// `chartreg-build pack` of `content` (written in `dir`); its output.

@@ -1,14 +1,17 @@
 //! The lock file (`chartreg.lock`): for every chart and image fetched, where it came from,
-//! the version or tag it resolved to, and the digests of what was taken. Written sorted, with
-//! stable formatting and no timestamps, so that it diffs well in review; holds no credentials.
+//! the version or tag it resolved to, the digests of what was taken, and, with `fetch
+//! --config`, who signed it (the key or identity the content file's `verify:` policy verified
+//! it with). Written sorted, with stable formatting and no timestamps, so that it diffs well in
+//! review; holds no credentials.
 //!
 //! `--locked` compares a fetch with it: a source that now serves other bytes for a locked
-//! entry (an upstream re-push), or a list that asks for other entries than the lock holds,
-//! is an error naming each entry.
+//! entry (an upstream re-push), a list that asks for other entries than the lock holds, or an
+//! artifact no longer signed by whom the lock records, is an error naming each entry.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use chartreg_core::content::Evidence;
 use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME};
 use chartreg_core::oci::{Digest, Namespace};
 use serde::{Deserialize, Serialize};
@@ -122,6 +125,10 @@ pub struct Lists {
     /// chart name (present, even empty, when the charts' images were fetched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_images: Option<BTreeMap<String, Vec<String>>>,
+    /// `fetch --config`: the content file whose `verify:` policy checked what was fetched, so
+    /// that `fetch --locked` checks it again with the same policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 impl Lists {
@@ -148,6 +155,9 @@ pub struct LockedChart {
     /// The file written, relative to the lock's folder (`/`-separated; `..` where it lies
     /// outside it).
     pub file: String,
+    /// Who signed its `.prov`, when the policy's keyring verified it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Evidence>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,6 +177,13 @@ pub struct LockedImage {
     /// them (empty: only the images file asked for it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub charts: Vec<String>,
+    /// With `--platform`: the index upstream serves, of which `digest` keeps some platforms;
+    /// its signatures are over this digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// Who signed it (each signature the policy verified, sorted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verified: Vec<Evidence>,
 }
 
 /// The repository a locked image (`REGISTRY/PATH:TAG`) is served as, and its tag: the path
@@ -176,11 +193,20 @@ pub struct LockedImage {
 pub fn served(key: &str) -> Option<(String, String)> {
     let (registry, rest) = key.split_once('/')?;
     let (path, tag) = rest.rsplit_once(':')?;
-    let registry = Namespace::registry(registry).ok()?;
-    if path.is_empty() || tag.is_empty() {
+    if tag.is_empty() {
         return None;
     }
-    Some((registry.served_name(path), tag.to_owned()))
+    Some((served_repository(registry, path)?, tag.to_owned()))
+}
+
+/// The repository `path` of `registry` as pack serves it (see [`served`]): the name `verify`
+/// patterns match, at fetch as at pack.
+pub fn served_repository(registry: &str, path: &str) -> Option<String> {
+    let registry = Namespace::registry(registry).ok()?;
+    if path.is_empty() {
+        return None;
+    }
+    Some(registry.served_name(path))
 }
 
 /// How the lock at `lock` names `path`: relative to the lock's folder, `/`-separated, with `..`
@@ -378,10 +404,20 @@ impl Lock {
     pub fn changes(&self, before: &Lock) -> Vec<String> {
         let mut changes = Vec::new();
         diff(&before.charts, &self.charts, "chart", &mut changes, |c| {
-            format!("{} {} sha256:{}", c.name, c.version, c.sha256)
+            let by = c
+                .verified
+                .as_ref()
+                .map(|e| format!(" verified by {e}"))
+                .unwrap_or_default();
+            format!("{} {} sha256:{}{by}", c.name, c.version, c.sha256)
         });
         diff(&before.images, &self.images, "image", &mut changes, |i| {
-            i.digest.clone()
+            let by: Vec<String> = i.verified.iter().map(ToString::to_string).collect();
+            if by.is_empty() {
+                i.digest.clone()
+            } else {
+                format!("{} verified by {}", i.digest, by.join(", "))
+            }
         });
         changes
     }
@@ -427,6 +463,7 @@ mod tests {
             provenance_sha256: None,
             manifest: None,
             file: "a-1.0.0.tgz".into(),
+            verified: None,
         }
     }
 

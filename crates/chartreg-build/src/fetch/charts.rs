@@ -1,11 +1,16 @@
 //! One chart version fetched, whatever its source: a classic repository's entry, an OCI
 //! repository's chart (`repoURL: oci://...`, with that entry's credentials and `tlsVerify`), an
 //! OCI reference, or a package path or URL; written as `<charts>/<name>-<version>.tgz` (and
-//! `.prov`), and what the lock records of it.
+//! `.prov`, the one beside the package upstream, or its OCI provenance layer), and what the
+//! lock records of it.
+//!
+//! The package and its `.prov` arrive beside their places ([`Arrival`]) and are put in place
+//! once the policy (`fetch --config`) verified them: a chart it refuses leaves what was there.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use chartreg_core::content::Evidence;
 use chartreg_core::oci::layout::ImageManifest;
 use chartreg_core::oci::media_type;
 
@@ -39,6 +44,97 @@ fn name_and_version(package: &Path) -> Result<(String, String), Problem> {
 
 fn hex(hash: [u8; 32]) -> String {
     hex::encode(hash)
+}
+
+/// `path` with `.suffix` after its name (`hello-1.0.0.tgz` -> `hello-1.0.0.tgz.prov`).
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".");
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Where a file of the chart is staged beside its place.
+fn staged_beside(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    target.with_file_name(format!(".{name}.fetch-new"))
+}
+
+/// A chart package and its `.prov` as fetched: each either already in its place with the
+/// right bytes, or staged beside it; [`Arrival::place`] checks them against the policy and
+/// puts them in place, or removes what was staged.
+struct Arrival {
+    /// `<charts>/<name>-<version>.tgz`.
+    target: PathBuf,
+    /// Where the package's bytes are: `target`, or staged.
+    package: PathBuf,
+    /// Where the `.prov`'s bytes are (`<target>.prov`, or staged), if the source has one.
+    prov: Option<PathBuf>,
+}
+
+impl Arrival {
+    fn prov_target(&self) -> PathBuf {
+        with_suffix(&self.target, "prov")
+    }
+
+    /// Removes what was staged.
+    fn discard(&self) {
+        if self.package != self.target {
+            let _ = std::fs::remove_file(&self.package);
+        }
+        if let Some(prov) = self.prov.as_ref().filter(|p| **p != self.prov_target()) {
+            let _ = std::fs::remove_file(prov);
+        }
+    }
+
+    /// Checks chart `name` `version` (sha256 `sha256`, hex) with the policy, if any, then puts
+    /// the package and `.prov` in place (a `.prov` an earlier fetch took is removed when the
+    /// source has none now); who signed it, when verified.
+    fn place(
+        self,
+        options: &Options,
+        name: &str,
+        version: &str,
+        sha256: &str,
+        pinned: Option<&LockedChart>,
+    ) -> Result<Option<Evidence>, Problem> {
+        let verified = match &options.verify {
+            Some(verifier) => verifier.chart(
+                name,
+                version,
+                sha256,
+                self.prov.as_deref(),
+                pinned.map(|p| p.verified.as_ref()),
+            ),
+            None => Ok(None),
+        };
+        let verified = match verified {
+            Ok(verified) => verified,
+            Err(problem) => {
+                self.discard();
+                return Err(problem);
+            }
+        };
+        let io = |path: &Path, e: std::io::Error| Problem::Io(format!("{}: {e}", path.display()));
+        let prov_target = self.prov_target();
+        match &self.prov {
+            Some(prov) if *prov != prov_target => {
+                std::fs::rename(prov, &prov_target).map_err(|e| io(&prov_target, e))?;
+            }
+            Some(_) => {}
+            None => {
+                // None upstream: one an earlier fetch took would no longer match.
+                let _ = std::fs::remove_file(&prov_target);
+            }
+        }
+        if self.package != self.target {
+            std::fs::rename(&self.package, &self.target).map_err(|e| io(&self.target, e))?;
+        }
+        Ok(verified)
+    }
 }
 
 /// Fetches one chart version.
@@ -117,48 +213,68 @@ async fn fetch_from_repository(
     let name = format!("{chart}-{}.tgz", entry.version);
     let out = options.charts_dir(pinned);
     let target = out.join(&name);
-    let sha256 = match existing_sha256(&target) {
-        Some(have) if Some(have) == want => have,
-        _ => match repo.download(&url, &target, want).await {
-            Ok((_, hash)) => hash,
-            // The index lists no digest, and the bytes are not the lock's.
-            Err(Problem::DigestMismatch { expected, actual })
-                if locked.is_some() && listed.is_none() =>
-            {
-                return Err(Problem::Repushed {
-                    locked: format!("sha256:{expected}"),
-                    now: format!("sha256:{actual}"),
-                });
+    let (package, sha256) = match existing_sha256(&target) {
+        Some(have) if Some(have) == want => (target.clone(), have),
+        _ => {
+            let staged = staged_beside(&target);
+            match repo.download(&url, &staged, want).await {
+                Ok((_, hash)) => (staged, hash),
+                // The index lists no digest, and the bytes are not the lock's.
+                Err(Problem::DigestMismatch { expected, actual })
+                    if locked.is_some() && listed.is_none() =>
+                {
+                    return Err(Problem::Repushed {
+                        locked: format!("sha256:{expected}"),
+                        now: format!("sha256:{actual}"),
+                    });
+                }
+                Err(other) => return Err(other),
             }
-            Err(other) => return Err(other),
-        },
+        }
+    };
+    let mut arrival = Arrival {
+        target,
+        package,
+        prov: None,
     };
     // The signature, where the repository has one (pinned too, once locked).
     let prov_url = repo.resolve(&format!("{url}.prov"))?;
-    let prov_target = out.join(format!("{name}.prov"));
+    let prov_target = arrival.prov_target();
     let prov_want = pinned
         .and_then(|p| p.provenance_sha256.as_deref())
         .and_then(sha256_of_hex);
     let provenance_sha256 = match existing_sha256(&prov_target) {
-        Some(have) if Some(have) == prov_want => Some(hex(have)),
-        _ => match repo.download(&prov_url, &prov_target, prov_want).await {
-            Ok((_, hash)) => Some(hex(hash)),
-            Err(Problem::NotFound) => {
-                // None upstream: one an earlier fetch took would no longer match.
-                let _ = std::fs::remove_file(&prov_target);
-                None
+        Some(have) if Some(have) == prov_want => {
+            arrival.prov = Some(prov_target);
+            Some(hex(have))
+        }
+        _ => {
+            let staged = staged_beside(&prov_target);
+            match repo.download(&prov_url, &staged, prov_want).await {
+                Ok((_, hash)) => {
+                    arrival.prov = Some(staged);
+                    Some(hex(hash))
+                }
+                Err(Problem::NotFound) => None,
+                Err(other) => {
+                    arrival.discard();
+                    return Err(other);
+                }
             }
-            Err(other) => return Err(other),
-        },
+        }
     };
+    let sha256 = hex(sha256);
+    let target = arrival.target.clone();
+    let verified = arrival.place(options, chart, &entry.version, &sha256, pinned)?;
     Ok(LockedChart {
         name: chart.to_owned(),
         version: entry.version.clone(),
         url: url.to_string(),
-        sha256: hex(sha256),
+        sha256,
         provenance_sha256,
         manifest: None,
         file: options.recorded(&target),
+        verified,
     })
 }
 
@@ -259,37 +375,51 @@ async fn fetch_oci(
             now: format!("{} (manifest {digest})", chart.digest),
         });
     }
-    // The file is named after the chart in the package: downloaded beside, read, renamed.
+    // The file is named after the chart in the package: downloaded beside, read, then put
+    // in place once verified.
     let out = options.charts_dir(pinned);
     let staged = out.join(format!(".{}.oci-download", chart.digest.encoded()));
     registry
         .blob(repository, chart.digest.as_str(), &staged)
         .await?;
-    let (target, name, version) = staged_into_place(&staged, &out)?;
+    let (mut arrival, name, version) = arriving(staged, &out)?;
     let provenance_sha256 = match layer(media_type::HELM_PROVENANCE) {
         Some(prov) => {
-            let prov_target = target.with_extension("tgz.prov");
-            if existing_sha256(&prov_target).map(hex).as_deref() != Some(prov.digest.encoded()) {
-                registry
-                    .blob(repository, prov.digest.as_str(), &prov_target)
-                    .await?;
+            let prov_target = arrival.prov_target();
+            if existing_sha256(&prov_target).map(hex).as_deref() == Some(prov.digest.encoded()) {
+                arrival.prov = Some(prov_target);
+            } else {
+                let staged = out.join(format!(".{}.oci-download", prov.digest.encoded()));
+                let downloaded = registry
+                    .blob(repository, prov.digest.as_str(), &staged)
+                    .await;
+                arrival.prov = Some(staged);
+                if let Err(problem) = downloaded {
+                    arrival.discard();
+                    return Err(problem);
+                }
             }
             Some(prov.digest.encoded().to_owned())
         }
         None => None,
     };
+    let sha256 = chart.digest.encoded().to_owned();
+    let target = arrival.target.clone();
+    let verified = arrival.place(options, &name, &version, &sha256, pinned)?;
     Ok(LockedChart {
         name,
         version,
         url: format!("oci://{host}/{repository}:{tag}"),
-        sha256: chart.digest.encoded().to_owned(),
+        sha256,
         provenance_sha256,
         manifest: Some(digest),
         file: options.recorded(&target),
+        verified,
     })
 }
 
-/// A package by path (relative to the charts file) or http(s) URL.
+/// A package by path (relative to the charts file) or http(s) URL, and the `.prov` beside it
+/// (`<path-or-url>.prov`) when there is one.
 async fn fetch_url(
     url: &str,
     charts: &ChartsFile,
@@ -302,8 +432,12 @@ async fn fetch_url(
         ".{}.url-download",
         hex(chartreg_core::oci::sha256(url.as_bytes()))
     ));
+    let staged_prov = with_suffix(&staged, "prov");
     let want = pinned.and_then(|p| sha256_of_hex(&p.sha256));
-    if url.starts_with("http://") || url.starts_with("https://") {
+    let prov_want = pinned
+        .and_then(|p| p.provenance_sha256.as_deref())
+        .and_then(sha256_of_hex);
+    let prov = if url.starts_with("http://") || url.starts_with("https://") {
         let parsed: reqwest::Url = url
             .parse()
             .map_err(|e| Problem::Invalid(format!("`{url}`: {e}")))?;
@@ -314,41 +448,89 @@ async fn fetch_url(
             password: None,
         };
         repo.download(&parsed, &staged, want).await?;
+        let prov_url: reqwest::Url = format!("{url}.prov")
+            .parse()
+            .map_err(|e| Problem::Invalid(format!("`{url}.prov`: {e}")))?;
+        match repo.download(&prov_url, &staged_prov, prov_want).await {
+            Ok((_, hash)) => Some(hash),
+            Err(Problem::NotFound) => None,
+            Err(other) => {
+                let _ = std::fs::remove_file(&staged);
+                return Err(other);
+            }
+        }
     } else {
         let path = charts.local(url);
-        let data =
-            std::fs::read(&path).map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?;
-        let mut partial = Partial::create(&staged)?;
-        partial.write(&data)?;
-        partial.finish(want)?;
-    }
-    let (target, name, version) = staged_into_place(&staged, &out)?;
-    let sha256 = existing_sha256(&target)
-        .ok_or_else(|| Problem::Io(format!("{}: cannot be read back", target.display())))?;
+        copy_local(&path, &staged, want)?;
+        let prov_path = with_suffix(&path, "prov");
+        if prov_path.is_file() {
+            match copy_local(&prov_path, &staged_prov, prov_want) {
+                Ok(hash) => Some(hash),
+                Err(problem) => {
+                    let _ = std::fs::remove_file(&staged);
+                    return Err(problem);
+                }
+            }
+        } else {
+            None
+        }
+    };
+    let (mut arrival, name, version) = match arriving(staged, &out) {
+        Ok(found) => found,
+        Err(problem) => {
+            let _ = std::fs::remove_file(&staged_prov);
+            return Err(problem);
+        }
+    };
+    arrival.prov = prov.map(|_| staged_prov);
+    let sha256 = existing_sha256(&arrival.package).ok_or_else(|| {
+        arrival.discard();
+        Problem::Io(format!(
+            "{}: cannot be read back",
+            arrival.package.display()
+        ))
+    })?;
+    let sha256 = hex(sha256);
+    let target = arrival.target.clone();
+    let verified = arrival.place(options, &name, &version, &sha256, pinned)?;
     Ok(LockedChart {
         name,
         version,
         url: url.to_owned(),
-        sha256: hex(sha256),
-        provenance_sha256: None,
+        sha256,
+        provenance_sha256: prov.map(hex),
         manifest: None,
         file: options.recorded(&target),
+        verified,
     })
 }
 
-/// A downloaded package, checked to be a chart Helm loads, renamed to
-/// `<out>/<name>-<version>.tgz` (replacing a file of other bytes there); removed if it is not
-/// a chart.
-fn staged_into_place(staged: &Path, out: &Path) -> Result<(PathBuf, String, String), Problem> {
-    let (name, version) = match name_and_version(staged) {
+/// Copies the local file `path` to `staged`, checked against `want` when given.
+fn copy_local(path: &Path, staged: &Path, want: Option<[u8; 32]>) -> Result<[u8; 32], Problem> {
+    let data = std::fs::read(path).map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?;
+    let mut partial = Partial::create(staged)?;
+    partial.write(&data)?;
+    partial.finish(want).map(|(_, hash)| hash)
+}
+
+/// A downloaded package (at `staged`, a name of its own), checked to be a chart Helm loads:
+/// its arrival (to be put in place as `<out>/<name>-<version>.tgz`), name and version; removed
+/// if it is not a chart.
+fn arriving(staged: PathBuf, out: &Path) -> Result<(Arrival, String, String), Problem> {
+    let (name, version) = match name_and_version(&staged) {
         Ok(found) => found,
         Err(e) => {
-            let _ = std::fs::remove_file(staged);
+            let _ = std::fs::remove_file(&staged);
             return Err(e);
         }
     };
-    let target = out.join(format!("{name}-{version}.tgz"));
-    std::fs::rename(staged, &target)
-        .map_err(|e| Problem::Io(format!("{}: {e}", target.display())))?;
-    Ok((target, name, version))
+    Ok((
+        Arrival {
+            target: out.join(format!("{name}-{version}.tgz")),
+            package: staged,
+            prov: None,
+        },
+        name,
+        version,
+    ))
 }

@@ -1,11 +1,12 @@
-//! `chartreg-build fetch`: the flags, and [`run`], which finds the lists (given, or the ones the
-//! lock was made from), fetches ([`super::fetch`]) and prints what changed in the lock.
+//! `chartreg-build fetch`: the flags, and [`run`], which finds the lists and the policy (given,
+//! or the ones the lock was made from), fetches ([`super::fetch`]) and prints what changed in
+//! the lock, who signed what, and the policy's warnings.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::{CaFileError, FetchError, Lock, Options, Transport};
+use super::{CaFileError, FetchError, Lock, Options, Transport, Verifier};
 
 /// Why `fetch` did not run or did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +30,8 @@ pub enum Error {
     Fetch(Box<FetchError>),
     #[error("fetch: {0}")]
     ChartImages(Box<crate::chart_images::Error>),
+    #[error("fetch: {0}")]
+    Policy(Box<super::verify::Error>),
 }
 
 impl From<crate::lock::Error> for Error {
@@ -100,6 +103,11 @@ pub struct FetchArgs {
     /// the PATH; without one, images are found statically].
     #[arg(long, env = "CHARTREG_HELM")]
     pub helm: Option<PathBuf>,
+    /// The content file (content.yaml) whose `verify:` policy what is fetched must pass
+    /// before it takes its place; recorded in the lock [default: with `--locked`, or the lock
+    /// alone, the one the lock records].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// Runs `chartreg-build fetch` with `args`.
@@ -156,6 +164,20 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
     } else {
         None
     };
+    // The policy: the one given, else the one the lock was fetched with (`--locked`, or the
+    // lock alone).
+    let policy = args.config.clone().or_else(|| {
+        recorded
+            .policy
+            .as_ref()
+            .map(|p| crate::lock::resolved(&lock, p))
+    });
+    let verify = match &policy {
+        Some(path) => Some(std::sync::Arc::new(
+            Verifier::read(path).map_err(|e| Error::Policy(Box::new(e)))?,
+        )),
+        None => None,
+    };
     let ca_pem = match &args.ca_file {
         Some(path) => Some(Transport::read_ca_file(path)?),
         None => None,
@@ -175,8 +197,18 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         },
         parallel: args.parallel,
         chart_images,
+        verify,
     };
-    let report = super::fetch(&options)?;
+    let fetched = super::fetch(&options);
+    let notes = options
+        .verify
+        .as_ref()
+        .map(|v| v.notes())
+        .unwrap_or_default();
+    for warning in &notes.warnings {
+        eprintln!("chartreg-build: warning: {warning}");
+    }
+    let report = fetched?;
     let lock_state = if options.locked {
         "matches"
     } else if report.changes.is_empty() {
@@ -192,6 +224,9 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
     );
     for change in &report.changes {
         println!("  {change}");
+    }
+    for line in &notes.verified {
+        println!("  verified {line}");
     }
     Ok(())
 }

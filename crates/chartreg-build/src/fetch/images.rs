@@ -9,12 +9,22 @@
 //! layout with the right digest are not downloaded again.
 //!
 //! A repository's layout is filled in a folder beside it (`.<name>.fetch-new`, blobs the old
-//! layout already holds hard-linked in) and renamed into place once complete: a fetch that
-//! fails, or is interrupted, leaves the layout that was there before, never a part of one.
+//! layout already holds hard-linked in), checked against the content file's `verify:` policy
+//! when `--config` gives one (`super::verify`), and renamed into place once complete and
+//! verified: a fetch that fails, is refused or is interrupted leaves the layout that was there
+//! before, never a part of one.
+//!
+//! `--platform` and signatures: upstream signs the index it serves, and the index of some of
+//! its platforms is a new one, with a digest nobody signed. So the index upstream serves is
+//! kept beside it (its bytes, not its other platforms), with its signatures (its
+//! `sha256-<hex>.sig` tag and its referrers), and the new index's entry in `index.json` names it
+//! ([`UPSTREAM_ANNOTATION`]). The policy checks the tag as upstream's index: the signatures
+//! over it vouch for the platforms kept, which are its own manifests, each taken by digest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use chartreg_core::content::Evidence;
 use chartreg_core::oci::gojson;
 use chartreg_core::oci::layout::{
     Annotations, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION,
@@ -25,6 +35,11 @@ use chartreg_core::oci::{Digest, media_type};
 use super::Problem;
 use super::oci::Registry;
 use super::transport::existing_sha256;
+use super::verify::Verifier;
+
+/// On a `--platform` index's entry in the layout's `index.json`: the digest of the index
+/// upstream serves, whose platforms it keeps some of (its bytes are in the layout).
+pub const UPSTREAM_ANNOTATION: &str = "io.chartreg.fetch.upstream-digest";
 
 /// What was taken for one tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +47,33 @@ pub struct Copied {
     pub digest: String,
     pub platforms: Vec<String>,
     pub referrers: Vec<String>,
+    /// With `--platform`, when the index was cut down: the index upstream serves.
+    pub upstream: Option<String>,
+    /// Who signed it, as the policy verified it.
+    pub verified: Vec<Evidence>,
+}
+
+/// What to take of one repository.
+pub struct Asked<'a> {
+    pub tags: &'a [String],
+    /// `--platform` (empty: every platform).
+    pub platforms: &'a [String],
+    pub with_referrers: bool,
+    /// With `--locked`: the digest each tag must resolve to. A tag resolving to another is
+    /// refused before the layout's `index.json` changes or a blob is removed, so that what an
+    /// earlier fetch wrote stays as it was.
+    pub pinned: &'a BTreeMap<String, String>,
+    /// The policy to check the layout with before it takes its place (`fetch --config`).
+    pub verify: Option<Checking<'a>>,
+}
+
+/// How a repository's layout is checked.
+pub struct Checking<'a> {
+    pub verifier: &'a Verifier,
+    /// The repository as pack serves it: the name the policy's patterns match.
+    pub served: String,
+    /// With `--locked`: who the lock records signed each tag.
+    pub locked: Option<BTreeMap<String, Vec<Evidence>>>,
 }
 
 /// Whether `platform` is one `wanted` asks for (`os/arch` or `os/arch/variant`).
@@ -187,21 +229,16 @@ impl Filling<'_> {
     }
 }
 
-/// Copies `tags` of `repository` into the layout `dir`; returns what each tag took.
-///
-/// `pinned` (with `--locked`) holds the digest each tag must resolve to: a tag resolving to
-/// another is refused before the layout's `index.json` changes or a blob is removed, so that
-/// what an earlier fetch wrote stays as it was.
+/// Copies `asked.tags` of `repository` into the layout `dir`; returns what each tag took, or
+/// the problem of each tag that failed (`a,b` for the repository's tags together).
 pub async fn copy_repository(
     registry: &Registry,
     repository: &str,
-    tags: &[String],
     dir: &Path,
-    platforms: &[String],
-    with_referrers: bool,
-    pinned: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, Copied>, (String, Problem)> {
-    let staging = Staging::beside(dir).map_err(|p| (tags.join(","), p))?;
+    asked: &Asked<'_>,
+) -> Result<BTreeMap<String, Copied>, Vec<(String, Problem)>> {
+    let all = || asked.tags.join(",");
+    let staging = Staging::beside(dir).map_err(|p| vec![(all(), p)])?;
     let mut filling = Filling {
         registry,
         repository,
@@ -213,111 +250,198 @@ pub async fn copy_repository(
     };
     let mut entries: Vec<Descriptor> = Vec::new();
     let mut copied = BTreeMap::new();
-    for tag in tags {
-        let at = |p: Problem| (tag.clone(), p);
-        let (mut data, mut digest) = match registry.manifest(repository, tag).await {
-            // Which tags there are, to say which was meant (none: no such repository).
-            Err(Problem::NotFound) => {
-                let tags = registry.tags(repository).await.unwrap_or_default();
-                return Err(at(if tags.is_empty() {
-                    Problem::NotFound
-                } else {
-                    Problem::NoSuchTag {
-                        asked: tag.clone(),
-                        nearest: super::versions::nearest(tag, tags.iter().map(String::as_str)),
-                    }
-                }));
-            }
-            other => other.map_err(at)?,
-        };
-        let mut kind = media_type::of_manifest(&data);
-        // Only some platforms: a new index of those.
-        if !platforms.is_empty()
-            && media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index)
-        {
-            let mut index: ImageIndex = serde_json::from_slice(&data)
-                .map_err(|e| at(Problem::Invalid(format!("index {digest}: {e}"))))?;
-            let before = index.manifests.len();
-            index
-                .manifests
-                .retain(|d| wanted(d.platform.as_ref(), platforms));
-            if index.manifests.is_empty() {
-                return Err(at(Problem::NoSuchPlatform(platforms.join(", "))));
-            }
-            if index.manifests.len() != before {
-                data = gojson::to_vec(&index).map_err(|e| at(e.into()))?;
-                digest = Digest::sha256_of(&data).to_string();
-                kind = index
-                    .media_type
-                    .clone()
-                    .unwrap_or_else(|| media_type::OCI_INDEX.to_owned());
+    // Tags whose index `--platform` cut down: the upstream index's descriptor.
+    let mut upstreams: BTreeMap<String, Descriptor> = BTreeMap::new();
+    for tag in asked.tags {
+        let at = |p: Problem| vec![(tag.clone(), p)];
+        let taken = take_tag(&mut filling, tag, asked).await.map_err(at)?;
+        entries.extend(taken.entries);
+        if let Some(upstream) = taken.upstream {
+            upstreams.insert(tag.clone(), upstream);
+        }
+        copied.insert(tag.clone(), taken.copied);
+    }
+    write_layout(&staging.path, entries.clone()).map_err(|p| vec![(all(), p)])?;
+    if let Some(checking) = &asked.verify {
+        let signed = check(&staging.path, &entries, &upstreams, checking)
+            .map_err(|p| vec![(all(), p)])??;
+        for (tag, signers) in signed {
+            if let Some(c) = copied.get_mut(&tag) {
+                c.verified = signers;
             }
         }
-        if let Some(locked) = pinned.get(tag)
-            && *locked != digest
-        {
-            return Err(at(Problem::Repushed {
-                locked: locked.clone(),
-                now: digest,
-            }));
+    }
+    staging.swap_in(dir).map_err(|p| vec![(all(), p)])?;
+    Ok(copied)
+}
+
+/// What one tag took: its entries in `index.json`, what the lock records, and the index
+/// upstream serves when `--platform` cut it down.
+struct TakenTag {
+    entries: Vec<Descriptor>,
+    copied: Copied,
+    upstream: Option<Descriptor>,
+}
+
+/// Takes `tag` (and its referrers, if asked) into the layout being filled.
+async fn take_tag(
+    filling: &mut Filling<'_>,
+    tag: &str,
+    asked: &Asked<'_>,
+) -> Result<TakenTag, Problem> {
+    let (registry, repository) = (filling.registry, filling.repository);
+    let (mut data, mut digest) = match registry.manifest(repository, tag).await {
+        // Which tags there are, to say which was meant (none: no such repository).
+        Err(Problem::NotFound) => {
+            let tags = registry.tags(repository).await.unwrap_or_default();
+            return Err(if tags.is_empty() {
+                Problem::NotFound
+            } else {
+                Problem::NoSuchTag {
+                    asked: tag.to_owned(),
+                    nearest: super::versions::nearest(tag, tags.iter().map(String::as_str)),
+                }
+            });
         }
-        let taken = filling.take(&data, &digest, 0).await.map_err(at)?;
-        let mut descriptor = Descriptor::new(
-            &kind,
+        other => other?,
+    };
+    let mut kind = media_type::of_manifest(&data);
+    let mut upstream = None;
+    // Only some platforms: a new index of those.
+    if !asked.platforms.is_empty()
+        && media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index)
+    {
+        let mut index: ImageIndex = serde_json::from_slice(&data)
+            .map_err(|e| Problem::Invalid(format!("index {digest}: {e}")))?;
+        let before = index.manifests.len();
+        index
+            .manifests
+            .retain(|d| wanted(d.platform.as_ref(), asked.platforms));
+        if index.manifests.is_empty() {
+            return Err(Problem::NoSuchPlatform(asked.platforms.join(", ")));
+        }
+        if index.manifests.len() != before {
+            let cut = gojson::to_vec(&index)?;
+            let cut_digest = Digest::sha256_of(&cut).to_string();
+            upstream = Some((
+                std::mem::replace(&mut data, cut),
+                std::mem::replace(&mut digest, cut_digest),
+                std::mem::replace(
+                    &mut kind,
+                    index
+                        .media_type
+                        .clone()
+                        .unwrap_or_else(|| media_type::OCI_INDEX.to_owned()),
+                ),
+            ));
+        }
+    }
+    if let Some(locked) = asked.pinned.get(tag)
+        && *locked != digest
+    {
+        return Err(Problem::Repushed {
+            locked: locked.clone(),
+            now: digest,
+        });
+    }
+    let platforms = filling.take(&data, &digest, 0).await?;
+    let descriptor_of = |kind: &str, digest: &str, size: usize| -> Result<Descriptor, Problem> {
+        Ok(Descriptor::new(
+            kind,
             digest
                 .parse()
-                .map_err(|e| at(Problem::Invalid(format!("{digest}: {e}"))))?,
-            data.len() as u64,
-        );
-        descriptor
-            .annotations
-            .insert(REF_NAME.to_owned(), tag.clone());
-        entries.push(descriptor);
-        let mut referrers = Vec::new();
-        if with_referrers {
-            // cosign's tag schema, then the referrers API for everything taken so far.
-            let hex = digest.trim_start_matches("sha256:");
-            for suffix in ["sig", "att", "sbom"] {
-                let schema_tag = format!("sha256-{hex}.{suffix}");
-                if let Some((sdata, sdigest)) = registry
-                    .manifest_if_any(repository, &schema_tag)
-                    .await
-                    .map_err(at)?
-                {
-                    let skind = media_type::of_manifest(&sdata);
-                    Box::pin(filling.take(&sdata, &sdigest, 0))
-                        .await
-                        .map_err(at)?;
-                    let mut d = Descriptor::new(
-                        &skind,
-                        sdigest
-                            .parse()
-                            .map_err(|e| at(Problem::Invalid(format!("{sdigest}: {e}"))))?,
-                        sdata.len() as u64,
-                    );
-                    d.annotations.insert(REF_NAME.to_owned(), schema_tag);
-                    referrers.push(sdigest);
-                    entries.push(d);
-                }
-            }
-            for d in filling.referrers().await.map_err(at)? {
-                referrers.push(d.digest.to_string());
+                .map_err(|e| Problem::Invalid(format!("{digest}: {e}")))?,
+            size as u64,
+        ))
+    };
+    let mut descriptor = descriptor_of(&kind, &digest, data.len())?;
+    descriptor
+        .annotations
+        .insert(REF_NAME.to_owned(), tag.to_owned());
+    // The index upstream serves and signs: its bytes (and, below, its signatures) kept.
+    let upstream = match upstream {
+        Some((up_data, up_digest, up_kind)) => {
+            filling.store(&up_data, &up_digest)?;
+            descriptor
+                .annotations
+                .insert(UPSTREAM_ANNOTATION.to_owned(), up_digest.clone());
+            let mut d = descriptor_of(&up_kind, &up_digest, up_data.len())?;
+            d.annotations.insert(REF_NAME.to_owned(), tag.to_owned());
+            Some(d)
+        }
+        None => None,
+    };
+    let mut entries = vec![descriptor];
+    let mut referrers = Vec::new();
+    if asked.with_referrers {
+        // cosign's tag schema (for the digest upstream signed), then the referrers API for
+        // everything taken so far.
+        let signed = upstream
+            .as_ref()
+            .map_or(digest.as_str(), |d| d.digest.as_str());
+        let hex = signed.trim_start_matches("sha256:");
+        for suffix in ["sig", "att", "sbom"] {
+            let schema_tag = format!("sha256-{hex}.{suffix}");
+            if let Some((sdata, sdigest)) =
+                registry.manifest_if_any(repository, &schema_tag).await?
+            {
+                let skind = media_type::of_manifest(&sdata);
+                Box::pin(filling.take(&sdata, &sdigest, 0)).await?;
+                let mut d = descriptor_of(&skind, &sdigest, sdata.len())?;
+                d.annotations.insert(REF_NAME.to_owned(), schema_tag);
+                referrers.push(sdigest);
                 entries.push(d);
             }
         }
-        referrers.sort();
-        copied.insert(
-            tag.clone(),
-            Copied {
-                digest,
-                platforms: taken,
-                referrers,
-            },
-        );
+        for d in filling.referrers().await? {
+            referrers.push(d.digest.to_string());
+            entries.push(d);
+        }
     }
-    write_layout(&staging.path, entries).map_err(|p| (tags.join(","), p))?;
-    staging.swap_in(dir).map_err(|p| (tags.join(","), p))?;
-    Ok(copied)
+    referrers.sort();
+    Ok(TakenTag {
+        entries,
+        copied: Copied {
+            digest,
+            platforms,
+            referrers,
+            upstream: upstream.as_ref().map(|d| d.digest.to_string()),
+            verified: Vec::new(),
+        },
+        upstream,
+    })
+}
+
+/// Checks the staged layout `dir` (whose `index.json` lists `entries`) against the policy.
+/// A tag whose index `--platform` cut down is checked as the index upstream serves
+/// (`upstreams`): `index.json` names that one while the check reads it, then `entries` again.
+fn check(
+    dir: &Path,
+    entries: &[Descriptor],
+    upstreams: &BTreeMap<String, Descriptor>,
+    checking: &Checking<'_>,
+) -> Result<super::verify::Tags, Problem> {
+    if !upstreams.is_empty() {
+        let as_upstream: Vec<Descriptor> = entries
+            .iter()
+            .map(|d| {
+                d.annotations
+                    .get(REF_NAME)
+                    .and_then(|tag| upstreams.get(tag))
+                    .filter(|_| d.annotations.contains_key(UPSTREAM_ANNOTATION))
+                    .unwrap_or(d)
+                    .clone()
+            })
+            .collect();
+        write_layout(dir, as_upstream)?;
+    }
+    let signed = checking
+        .verifier
+        .layout(&checking.served, dir, checking.locked.as_ref());
+    if !upstreams.is_empty() {
+        write_layout(dir, entries.to_vec())?;
+    }
+    signed
 }
 
 /// A layout being filled beside its place; removed unless swapped in.

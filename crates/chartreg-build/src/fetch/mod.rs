@@ -8,10 +8,12 @@
 //!    a repository at a time, into OCI image layouts (`images`), with their referrers.
 //!    Files already there with the right digest are not downloaded again; every download is
 //!    checked before it replaces anything (`transport`).
-//! 3. The lock (`lock`) records what each entry resolved to. Without `--locked` it is
-//!    rewritten and what changed is printed; with `--locked`, any difference from it (an
-//!    upstream re-push, a list asking for other entries) is an error naming each entry, and
-//!    nothing is written.
+//! 3. With `--config FILE`, the content file's `verify:` policy checks each chart and image
+//!    before it takes its place (`verify`): a refusal fails the entry.
+//! 4. The lock (`lock`) records what each entry resolved to, and who signed it. Without
+//!    `--locked` it is rewritten and what changed is printed; with `--locked`, any difference
+//!    from it (an upstream re-push, a list asking for other entries, other signers) is an error
+//!    naming each entry, and nothing is written.
 //!
 //! Errors (`problem`) name the repository, chart and version (or image) and say what went
 //! wrong: not found, authentication refused, digest mismatch, TLS failure.
@@ -26,10 +28,12 @@ mod oci;
 mod problem;
 mod progress;
 mod transport;
+pub mod verify;
 mod versions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 
@@ -38,6 +42,7 @@ pub use chart_images::WithChartImages;
 use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
 pub use problem::{Entry, Failed, Failure, FetchError, Problem, Unlocked};
 pub use transport::{CaFileError, Transport};
+pub use verify::Verifier;
 
 /// What `fetch` is asked.
 #[derive(Debug, Clone)]
@@ -57,6 +62,8 @@ pub struct Options {
     pub parallel: usize,
     /// `--with-chart-images`: the images the fetched charts need are fetched too.
     pub chart_images: Option<WithChartImages>,
+    /// `--config`: the content file's `verify:` policy, which what is fetched must pass.
+    pub verify: Option<Arc<Verifier>>,
 }
 
 impl Options {
@@ -138,6 +145,7 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
                 })
                 .collect()
         }),
+        policy: options.verify.as_ref().map(|v| options.recorded(&v.config)),
     };
     let pinned = previous.as_ref().filter(|_| options.locked);
     let lists = Lists {
@@ -339,22 +347,34 @@ async fn fetch_images(
                             Some((tag.clone(), locked.digest.clone()))
                         })
                         .collect();
-                    let copied = images::copy_repository(
-                        &registry,
-                        repository,
+                    let verify = options.verify.as_deref().map(|verifier| images::Checking {
+                        verifier,
+                        served: crate::lock::served_repository(registry_host, repository)
+                            .unwrap_or_else(|| format!("{registry_host}/{repository}")),
+                        locked: locked_images.map(|l| {
+                            tags.iter()
+                                .filter_map(|tag| {
+                                    let key = format!("{registry_host}/{repository}:{tag}");
+                                    Some((tag.clone(), l.get(&key)?.verified.clone()))
+                                })
+                                .collect()
+                        }),
+                    });
+                    let asked = images::Asked {
                         tags,
-                        &dir,
-                        &options.platforms,
-                        options.referrers,
-                        &pinned,
-                    )
-                    .await;
+                        platforms: &options.platforms,
+                        with_referrers: options.referrers,
+                        pinned: &pinned,
+                        verify,
+                    };
+                    let copied = images::copy_repository(&registry, repository, &dir, &asked).await;
                     let layout = options.recorded(&dir);
+                    let key_of = |tag: &str| format!("{registry_host}/{repository}:{tag}");
                     let out: Vec<(String, Result<LockedImage, Problem>)> = match copied {
                         Ok(copied) => tags
                             .iter()
                             .map(|tag| {
-                                let key = format!("{registry_host}/{repository}:{tag}");
+                                let key = key_of(tag);
                                 let locked = locked_images.and_then(|l| l.get(&key));
                                 let result = match (copied.get(tag), locked) {
                                     // Locked, the signatures and SBOMs must be the lock's too.
@@ -370,15 +390,18 @@ async fn fetch_images(
                                         referrers: c.referrers.clone(),
                                         layout: layout.clone(),
                                         charts: Vec::new(),
+                                        upstream: c.upstream.clone(),
+                                        verified: c.verified.clone(),
                                     }),
                                     (None, _) => Err(Problem::NotFound),
                                 };
                                 (key, result)
                             })
                             .collect(),
-                        Err((tag, problem)) => {
-                            vec![(format!("{registry_host}/{repository}:{tag}"), Err(problem))]
-                        }
+                        Err(failed) => failed
+                            .into_iter()
+                            .map(|(tag, problem)| (key_of(&tag), Err(problem)))
+                            .collect(),
                     };
                     let first_failure = out.iter().find_map(|(_, r)| r.as_ref().err().cloned());
                     task.finish(&first_failure.map_or(Ok(()), Err));

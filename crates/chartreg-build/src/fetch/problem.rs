@@ -51,6 +51,22 @@ pub enum Problem {
         now: Vec<String>,
         locked: Vec<String>,
     },
+    /// The policy (`fetch --config`) refuses it: `line` names the artifact, its digest, the
+    /// rule and why, as pack says it.
+    #[error(
+        "refused by {} verify: {line}{}",
+        config.display(),
+        locked.as_ref().map(|l| format!(" (the lock records it verified by {l})")).unwrap_or_default()
+    )]
+    Refused {
+        config: PathBuf,
+        line: String,
+        /// With `--locked`: who the lock records signed it.
+        locked: Option<String>,
+    },
+    /// With `--locked`: the lock records other signers than the ones found now.
+    #[error("the lock records it verified by {locked}; now {now}")]
+    NotAsLocked { locked: String, now: String },
 }
 
 impl From<chartreg_core::oci::gojson::Unwritable> for Problem {

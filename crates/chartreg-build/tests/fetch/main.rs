@@ -3,7 +3,8 @@
 //! with a private CA, a 404, other bytes than the index lists, a reset mid-download); Debian's
 //! docker-registry with htpasswd (charts pushed with `helm push`, an image copied in with
 //! `skopeo copy`, its referrers pushed with oci-client); and a bearer-token front before the
-//! chartreg library. Each test has its own sources and folders.
+//! chartreg library; signed charts and images checked against a content file's `verify:`
+//! policy (`verify`). Each test has its own sources and folders.
 //!
 //! What fetched content is for is checked end to end: packed by `chartreg-build pack` from a
 //! content file naming the lock, served, and pulled by Helm 3 and 4 (and skopeo) with the
@@ -18,6 +19,7 @@ mod common;
 mod paths;
 mod registry;
 mod sources;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
