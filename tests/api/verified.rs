@@ -43,8 +43,11 @@ fn warned() -> Value {
     json!({"by": [], "warning": WARNING})
 }
 
-/// Every tag of `content` and what its page's JSON, `ls --json` say verified it.
-const EXPECTED: [(&str, &str, fn() -> Value); 6] = [
+/// A repository, a tag, and what its page's JSON and `ls --json` say verified it.
+type Expected = (&'static str, &'static str, fn() -> Value);
+
+/// Every tag of [`common::verified_content`].
+const EXPECTED: [Expected; 6] = [
     ("charts/one", "1.0.0", key),
     ("charts/one", "2.0.0", Value::default),
     ("charts/one", "3.0.0_build.1", warned),
@@ -235,7 +238,7 @@ fn a_record_the_loader_cannot_read_is_refused_naming_it() {
             chartreg_core::content::VERIFICATION_FILE,
             bad.as_bytes().to_vec(),
         ));
-        let refused = Registry::from_files(files).err().expect("refused");
+        let refused = Registry::from_files(files).expect_err("refused");
         assert!(
             refused.to_string().starts_with("verification.json: "),
             "{refused}"

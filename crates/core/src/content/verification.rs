@@ -365,7 +365,7 @@ mod tests {
         let found = registry
             .chart_verification("charts/app", "1.0.0+build.1")
             .unwrap();
-        assert_eq!(found.verified, [key.clone()]);
+        assert_eq!(found.verified, std::slice::from_ref(&key));
         let warned = registry.chart_verification("charts/app", "0.9.0").unwrap();
         assert_eq!(warned.warning.as_deref(), Some("no signature"));
         assert_eq!(
