@@ -101,7 +101,11 @@ fn ls_lists_every_artifact_with_its_kind_digest_and_size() {
         lines[0].starts_with("REPOSITORY")
             && lines[0].contains("KIND")
             && lines[0].contains("DIGEST")
-            && lines[0].ends_with("SIZE"),
+            && lines[0]
+                .split_whitespace()
+                .rev()
+                .take(2)
+                .eq(["VERIFIED", "SIZE"]),
         "{table}"
     );
     assert_eq!(
@@ -116,6 +120,14 @@ fn ls_lists_every_artifact_with_its_kind_digest_and_size() {
         assert_eq!(cols[2], row["kind"]);
         assert_eq!(cols[4], row["digest"]);
         assert_eq!(cols[5], row["size"].to_string());
+        // The content records no verification: every tag is not verified, a referrer has none.
+        let verified = if row["tag"].is_null() {
+            "-"
+        } else {
+            assert!(row.get("verified").is_some_and(Value::is_null), "{row}");
+            "not verified"
+        };
+        assert_eq!(cols[6..].join(" "), verified, "{line}");
     }
     let total = lines.last().unwrap();
     assert!(

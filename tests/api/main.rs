@@ -13,6 +13,7 @@ mod namespaces;
 mod pages;
 mod referrers;
 mod requests;
+mod verified;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -1,6 +1,7 @@
 //! Content on disk for the tests: the files of a folder as the binary embeds them, the
 //! committed `assets/` as a registry, the names in a folder, sha256 digests, a chart folder,
-//! a content repository whose charts need images it holds and does not hold.
+//! a content repository whose charts need images it holds and does not hold, content with a
+//! hand-written record of what was verified at build.
 //!
 //! Shared by the server's tests (`tests/common`) and the build tool's (`crates/chartreg-build/tests/common`,
 //! which includes this file by path); `super::root()` is the repository root on both sides, and
@@ -119,4 +120,116 @@ pub fn images_content(dir: &Path, images: &str) -> ImagesContent {
         config,
         agent_digest: agent.manifest_digest,
     }
+}
+
+/// What [`verified_content`] made.
+pub struct VerifiedContent {
+    /// The layouts, without the record.
+    pub files: Vec<HeldFile>,
+    /// `verification.json`, written here by hand: what pack would write had it verified these.
+    pub record: String,
+}
+
+impl VerifiedContent {
+    /// The layouts and the record, as a registry.
+    pub fn registry(&self) -> Registry {
+        let mut files = self.files.clone();
+        files.push(HeldFile::new(
+            chartreg_core::content::VERIFICATION_FILE,
+            self.record.clone().into_bytes(),
+        ));
+        Registry::from_files(files).expect("the verified content loads")
+    }
+}
+
+/// The OpenPGP fingerprint the record says signed `charts/one` 1.0.0.
+pub const PROV_KEY: &str = "4A1F2C6B8D0E3F5A7C9B1D2E4F6A8B0C2D4E6F80";
+/// The keyless identity and issuer the record says signed `images/signed:v1`.
+pub const IDENTITY: &str =
+    "https://github.com/example/signed/.github/workflows/release.yaml@refs/tags/v1";
+pub const ISSUER: &str = "https://token.actions.githubusercontent.com";
+/// The warning the record gives `charts/one` 3.0.0+build.1 (`mode: warn`).
+pub const WARNING: &str =
+    "charts/one 3.0.0+build.1: no signature (.prov), and rule charts.require * names it";
+
+/// Content whose record of verification covers every case a page shows: the chart
+/// `charts/one` 1.0.0, verified by a key (`.prov`), 2.0.0 with no record, 3.0.0+build.1
+/// (tagged `3.0.0_build.1`) whose missing signature was let through with a warning; the image
+/// `images/signed:v1`, verified by a keyless identity (bundle), and `:v2`, whose record is of
+/// another digest (so says nothing of it); `images/plain:v1`, with no record.
+pub fn verified_content() -> VerifiedContent {
+    use chartreg_core::oci::layout::ImageManifest;
+    use chartreg_core::oci::media_type::{HELM_CHART, HELM_CONFIG, OCI_MANIFEST};
+    use chartreg_core::tree::LayoutBuilder;
+
+    let mut files = Vec::new();
+    let mut packages = Vec::new();
+    let mut chart = LayoutBuilder::new("charts/one");
+    for (version, tag) in [
+        ("1.0.0", "1.0.0"),
+        ("2.0.0", "2.0.0"),
+        ("3.0.0+build.1", "3.0.0_build.1"),
+    ] {
+        let config = chart.blob(
+            HELM_CONFIG,
+            format!(r#"{{"apiVersion":"v2","name":"one","version":"{version}"}}"#).into_bytes(),
+        );
+        let package = chart.blob(HELM_CHART, format!("one {version}").into_bytes());
+        packages.push(package.digest.to_string());
+        let d = chart.manifest(OCI_MANIFEST, &ImageManifest::new(config, vec![package]));
+        chart.list(d, Some(tag));
+    }
+    files.extend(chart.into_files().expect("a chart layout"));
+    let mut image = |repository: &str, tags: &[&str]| -> Vec<String> {
+        let mut layout = LayoutBuilder::new(repository);
+        let mut digests = Vec::new();
+        for tag in tags {
+            let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
+            let layer = layout.blob(
+                "application/vnd.oci.image.layer.v1.tar",
+                format!("{repository}:{tag}").into_bytes(),
+            );
+            let d = layout.manifest(OCI_MANIFEST, &ImageManifest::new(config, vec![layer]));
+            digests.push(d.digest.to_string());
+            layout.list(d, Some(tag));
+        }
+        files.extend(layout.into_files().expect("an image layout"));
+        digests
+    };
+    let signed = image("images/signed", &["v1", "v2"]);
+    image("images/plain", &["v1"]);
+    let files = files
+        .into_iter()
+        .map(|(path, data)| HeldFile::new(path, data))
+        .collect();
+    let other = sha256(b"another manifest");
+    let record = format!(
+        r#"{{
+  "policy": {{
+    "mode": "warn",
+    "charts": {{"keyring": "99", "require": ["*"]}},
+    "images": {{
+      "keyless": [{{"identity": "{IDENTITY}", "issuer": "{ISSUER}", "trustedRoot": "{{}}"}}],
+      "require": ["images/*"]
+    }}
+  }},
+  "charts": {{
+    "charts/one": {{
+      "1.0.0": {{"digest": "{p1}", "verified": [{{"by": "key", "key": "{PROV_KEY}", "form": "prov"}}]}},
+      "3.0.0+build.1": {{"digest": "{p3}", "warning": "{WARNING}"}}
+    }}
+  }},
+  "images": {{
+    "images/signed": {{
+      "v1": {{"digest": "{v1}", "verified": [{{"by": "identity", "identity": "{IDENTITY}", "issuer": "{ISSUER}", "form": "bundle"}}]}},
+      "v2": {{"digest": "{other}", "verified": [{{"by": "identity", "identity": "{IDENTITY}", "issuer": "{ISSUER}", "form": "bundle"}}]}}
+    }}
+  }}
+}}
+"#,
+        p1 = packages[0],
+        p3 = packages[2],
+        v1 = signed[0],
+    );
+    VerifiedContent { files, record }
 }

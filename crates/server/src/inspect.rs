@@ -4,8 +4,11 @@
 //! `ls`: a row per tag, and one per referrer (signatures, attestations, SBOMs attached by
 //! `subject`, which have no tag): repository, tag, kind, platforms, digest, and the bytes a
 //! pull downloads; the table ends with the total of distinct bytes (a blob shared by several
-//! images counted once). With `--json`, a chart version's row carries the images it needs,
-//! each held or not, when the content lists them (as its page shows them, `web::model`).
+//! images counted once), and whether its signature was verified at build (`verified`,
+//! `warned`: a failed signature let through by `mode: warn`, `not verified`; `-` for a
+//! referrer). With `--json`, a chart version's row carries the images it needs, each held or
+//! not, when the content lists them, and every tag's row what verified it at build (`null`:
+//! not verified), as its page shows them (`web::model`).
 //!
 //! `verify`: re-hashes every embedded file, describes the content in full with nothing trusted
 //! (no hash from the build, no facts), checks that the facts the binary was built with are
@@ -24,7 +27,7 @@ use chartreg_core::content::{
 };
 use chartreg_core::oci::Digest;
 
-use crate::web::model::{ImageView, chart_parts, images};
+use crate::web::model::{ImageView, Signed, Verified, chart_parts, images, verified};
 
 /// One row of `chartreg ls`.
 #[derive(Debug, Serialize)]
@@ -46,6 +49,10 @@ pub struct Listed<'a> {
     /// The images a chart version needs, when the content lists them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<ImageView>>,
+    /// A tag's: what verified its signature at build (`null`: not verified). A referrer has
+    /// none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Option<Verified>>,
 }
 
 /// Every row of `ls` for `registry`: repositories in catalog order, tags then referrers.
@@ -61,6 +68,13 @@ pub fn rows(registry: &Registry) -> Result<Vec<Listed<'_>>, Unreadable> {
             if listed.kind == Kind::Chart && registry.has_chart_images() {
                 listed.images = chart_images(registry, repository, manifest)?;
             }
+            listed.verified = Some(verification(
+                registry,
+                repository,
+                manifest,
+                tag,
+                listed.kind,
+            )?);
             rows.push(listed);
         }
         for (subject, manifest) in repository.referring() {
@@ -83,6 +97,48 @@ fn chart_images(
     Ok(version.and_then(|version| images(registry, repository.name(), version)))
 }
 
+/// What verified the version `tag` names at build: a chart by its version and package, as
+/// its page finds it.
+fn verification(
+    registry: &Registry,
+    repository: &Repository,
+    manifest: &Manifest,
+    tag: &str,
+    kind: Kind,
+) -> Result<Option<Verified>, Unreadable> {
+    if !registry.has_verification() {
+        return Ok(None);
+    }
+    if kind != Kind::Chart {
+        let signed = Signed::Tag {
+            tag,
+            digest: &manifest.digest,
+        };
+        return Ok(verified(registry, repository.name(), signed));
+    }
+    let Some(parts) = chart_parts(repository, manifest)? else {
+        return Ok(None);
+    };
+    let version = parts.metadata.get("version").and_then(|v| v.as_str());
+    Ok(version.and_then(|version| {
+        let signed = Signed::Chart {
+            version,
+            package: &parts.package.digest,
+        };
+        verified(registry, repository.name(), signed)
+    }))
+}
+
+/// What a table row says of a version's signature.
+fn verified_word(row: &Listed<'_>) -> &'static str {
+    match &row.verified {
+        None => "-",
+        Some(None) => "not verified",
+        Some(Some(v)) if !v.by.is_empty() => "verified",
+        Some(Some(_)) => "warned",
+    }
+}
+
 fn row<'a>(
     repository: &'a Repository,
     manifest: &'a Manifest,
@@ -100,6 +156,7 @@ fn row<'a>(
         subject: subject.map(Digest::as_str),
         artifact_type: artifact.artifact_type,
         images: None,
+        verified: None,
     })
 }
 
@@ -120,21 +177,23 @@ pub fn write_table(out: &mut impl Write, rows: &[Listed<'_>], total: u64) -> io:
     let wt = width(&|r| r.tag.map_or(1, str::len), "TAG");
     let wk = width(&|r| kind(r).len(), "KIND");
     let wp = width(&|r| platforms(r).len(), "PLATFORMS");
+    let ws = width(&|r| r.size.to_string().len(), "SIZE");
     writeln!(
         out,
-        "{:wr$}  {:wt$}  {:wk$}  {:wp$}  {:71}  SIZE",
-        "REPOSITORY", "TAG", "KIND", "PLATFORMS", "DIGEST"
+        "{:wr$}  {:wt$}  {:wk$}  {:wp$}  {:71}  {:ws$}  VERIFIED",
+        "REPOSITORY", "TAG", "KIND", "PLATFORMS", "DIGEST", "SIZE"
     )?;
     for r in rows {
         writeln!(
             out,
-            "{:wr$}  {:wt$}  {:wk$}  {:wp$}  {:71}  {}",
+            "{:wr$}  {:wt$}  {:wk$}  {:wp$}  {:71}  {:ws$}  {}",
             r.repository,
             r.tag.unwrap_or("-"),
             kind(r),
             platforms(r),
             r.digest,
-            r.size
+            r.size,
+            verified_word(r)
         )?;
     }
     writeln!(

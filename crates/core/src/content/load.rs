@@ -3,7 +3,8 @@
 //!
 //! 1. The layouts: every folder holding an `oci-layout` file (a layout's folder is its
 //!    repository name). Each file is placed in the deepest layout above it; a file outside
-//!    every layout is refused, but for [`CHART_IMAGES_FILE`] (step 4). Paths whose first
+//!    every layout is refused, but for [`CHART_IMAGES_FILE`] and [`VERIFICATION_FILE`]
+//!    (step 4). Paths whose first
 //!    component starts with `.` (what the build tool keeps beside the repositories: its record,
 //!    a `.gitignore`) are not content.
 //! 2. Layout by layout, in name order: its files in the order given (the marker's version
@@ -12,9 +13,11 @@
 //!    every blob present with its descriptor's size (and so, by step 2, with its digest),
 //!    nested indexes followed; media types, schema versions and subjects checked; referrers
 //!    recorded. Then the tags.
-//! 4. The list of the images each chart version needs, [`CHART_IMAGES_FILE`] at the top of the
-//!    folder (the one file there that is content), when present: read as the registry will
-//!    read it (`chart_images`), every repository name, tag, digest and way valid.
+//! 4. The files at the top of the folder that are content, when present, each read as the
+//!    registry will read it: the list of the images each chart version needs,
+//!    [`CHART_IMAGES_FILE`] (`chart_images`: every repository name, tag, digest and way
+//!    valid), then what was verified at build, [`VERIFICATION_FILE`] (`verification`: the
+//!    policy, every repository name, digest and evidence valid).
 //!
 //! Only indexes and manifests are read (from disk, for a file the build left there); every
 //! other body is named by its file, never read. This is the one loader: the build describes
@@ -30,6 +33,7 @@ use super::description::{
 };
 use super::input::{BuildBytes, BuildFile};
 use super::problem::{MAX_NESTING, fail};
+use super::verification::{VERIFICATION_FILE, VerificationFile};
 use super::{LoadError, Problem, Sha256Map};
 use crate::oci::layout::{
     self, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE,
@@ -78,6 +82,9 @@ fn repositories(files: &[Numbered<'_>]) -> Result<Vec<RepositoryDescription>, Lo
     if let Some(listed) = files.iter().find(|f| f.file.path == CHART_IMAGES_FILE) {
         parse_json::<ChartImagesFile>(CHART_IMAGES_FILE, &read(listed.file)?)?;
     }
+    if let Some(recorded) = files.iter().find(|f| f.file.path == VERIFICATION_FILE) {
+        parse_json::<VerificationFile>(VERIFICATION_FILE, &read(recorded.file)?)?;
+    }
     Ok(repositories)
 }
 
@@ -92,7 +99,7 @@ struct Numbered<'f> {
 fn layouts<'f>(files: &[Numbered<'f>]) -> Result<BTreeMap<&'f str, Vec<Numbered<'f>>>, LoadError> {
     let files: Vec<Numbered<'f>> = files
         .iter()
-        .filter(|f| !f.file.path.starts_with('.') && f.file.path != CHART_IMAGES_FILE)
+        .filter(|f| !f.file.path.starts_with('.') && !beside_the_layouts(&f.file.path))
         .copied()
         .collect();
     let marker = format!("/{OCI_LAYOUT_FILE}");
@@ -117,6 +124,11 @@ fn layouts<'f>(files: &[Numbered<'f>]) -> Result<BTreeMap<&'f str, Vec<Numbered<
         }
     }
     Ok(layouts)
+}
+
+/// Whether `path` is one of the content files at the top of the folder, beside the layouts.
+fn beside_the_layouts(path: &str) -> bool {
+    path == CHART_IMAGES_FILE || path == VERIFICATION_FILE
 }
 
 fn parent(path: &str) -> Option<&str> {

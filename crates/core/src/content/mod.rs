@@ -7,8 +7,9 @@
 //!    file is one repository, named by its path (`charts/hello/oci-layout` -> `charts/hello`);
 //!    each layout's `index.json` is read, every manifest followed (indexes recursively), each
 //!    referenced blob checked present with the descriptor's size and stored under its sha256,
-//!    tags and referrers recorded. The one file beside the layouts, [`CHART_IMAGES_FILE`] (the
-//!    images each chart version needs, module `chart_images`), is read and checked too. A
+//!    tags and referrers recorded. The two files beside the layouts, [`CHART_IMAGES_FILE`]
+//!    (the images each chart version needs, module `chart_images`) and [`VERIFICATION_FILE`]
+//!    (what was verified at build, module `verification`), are read and checked too. A
 //!    problem is a `LoadError` naming the file: such content is described as refused.
 //! 2. The description is written down as facts ([`Description::facts`], module `facts`):
 //!    postcard, naming each body by its file, bound to every file by path and sha256.
@@ -18,7 +19,8 @@
 //!    have only files, take the same path through [`Registry::from_files`]; `chartreg verify`
 //!    describes the files again and names where the binary's facts differ
 //!    ([`Description::differences`]). The registry keeps the bytes of the list of chart
-//!    images, if any, and reads them when [`Registry::chart_images`] first asks.
+//!    images and of the verification record, if any, and reads each when first asked
+//!    ([`Registry::chart_images`], [`Registry::chart_verification`]).
 //! 4. Requests look up `Registry::repository`, then `Repository::manifest` / `blob` / `tags` /
 //!    `referrers`: hash-map lookups returning the stored bytes (`Bytes`, zero-copy for embedded
 //!    `&'static` data). Misses are `Error::NameUnknown` / `ManifestUnknown` / `BlobUnknown`.
@@ -322,6 +324,8 @@ pub struct Registry {
     /// The images each chart version needs, when the content lists them (module
     /// `chart_images`).
     chart_images: chart_images::Held,
+    /// What was verified at build, when the content records it (module `verification`).
+    verification: verification::Held,
 }
 
 impl Registry {
@@ -362,6 +366,7 @@ impl Registry {
             catalog: Listing::catalog(names),
             summary,
             chart_images: chart_images::Held::default(),
+            verification: verification::Held::default(),
         }
     }
 

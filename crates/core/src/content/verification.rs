@@ -7,15 +7,24 @@
 //!    the binary carries its own evidence), and per chart version and per image tag what
 //!    verified it ([`Evidence`]) or the warning a failed signature gave under `mode: warn`.
 //!    Artifacts with no record were not verified (unsigned, and no rule required them).
-//! 2. The server shows each version's record ("verified: key … at build") on its pages and in
-//!    `chartreg ls`; `chartreg verify` checks the signatures again from the embedded bytes.
+//! 2. The loader (`Description::of`) reads the file with [`VerificationFile`] when the content
+//!    holds it: a file it cannot read is content that cannot be served, naming the file.
+//! 3. A [`Registry`] keeps the file's bytes ([`Held`]: one binary search among the files at
+//!    start-up, nothing parsed) and parses them on the first [`Registry::chart_verification`]
+//!    or [`Registry::image_verification`] call, as it does `chart-images.json`: only the pages
+//!    and `chartreg ls` show the records ("verified: key … at build"), and start-up is
+//!    measured (BENCHMARKS.md). `chartreg verify` checks the signatures again from the
+//!    embedded bytes.
 //!
-//! Only the shape lives here: checking signatures is the trust crate's job.
+//! Only the shape and the lookups live here: checking signatures is the trust crate's job.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::Registry;
 use crate::oci::{Digest, RepositoryName};
 
 /// The file's path in the content, beside the repositories (as `chart-images.json`).
@@ -165,6 +174,85 @@ impl std::fmt::Display for Evidence {
     }
 }
 
+/// By repository, then chart version or tag.
+type Records = HashMap<String, HashMap<String, Record>>;
+
+/// The file parsed: the charts' records and the images'.
+#[derive(Debug, Default)]
+struct Parsed {
+    charts: Records,
+    images: Records,
+}
+
+/// The file as a registry keeps it: its bytes, parsed on first use.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    file: Option<Bytes>,
+    parsed: OnceLock<Parsed>,
+}
+
+impl Held {
+    pub(super) fn of(file: Option<Bytes>) -> Self {
+        Held {
+            file,
+            parsed: OnceLock::new(),
+        }
+    }
+
+    fn parsed(&self) -> Option<&Parsed> {
+        let bytes = self.file.as_ref()?;
+        Some(self.parsed.get_or_init(|| parse(bytes)))
+    }
+}
+
+fn parse(bytes: &[u8]) -> Parsed {
+    // The build read the file with this type (else it refused the content) and the facts bind
+    // its bytes: this fails only if they lie, and then nothing is shown as verified.
+    let file: VerificationFile = match serde_json::from_slice(bytes) {
+        Ok(file) => file,
+        Err(e) => {
+            log::warn!("{VERIFICATION_FILE}: not shown: {e}");
+            return Parsed::default();
+        }
+    };
+    let by_name = |records: BTreeMap<RepositoryName, BTreeMap<String, Record>>| -> Records {
+        records
+            .into_iter()
+            .map(|(repository, versions)| {
+                (
+                    repository.as_str().to_owned(),
+                    versions.into_iter().collect(),
+                )
+            })
+            .collect()
+    };
+    Parsed {
+        charts: by_name(file.charts),
+        images: by_name(file.images),
+    }
+}
+
+impl Registry {
+    /// Whether the content holds a record of what was verified at build.
+    pub fn has_verification(&self) -> bool {
+        self.verification.file.is_some()
+    }
+
+    /// What verified the chart `version` (as `Chart.yaml` has it) in `repository` at build, or
+    /// the warning its failed signature gave; `None` when the content records nothing for it
+    /// (no record at all, or not of this version): it was not verified.
+    pub fn chart_verification(&self, repository: &str, version: &str) -> Option<&Record> {
+        let parsed = self.verification.parsed()?;
+        parsed.charts.get(repository)?.get(version)
+    }
+
+    /// The same for the image tag `tag` in `repository` (as served).
+    pub fn image_verification(&self, repository: &str, tag: &str) -> Option<&Record> {
+        let parsed = self.verification.parsed()?;
+        parsed.images.get(repository)?.get(tag)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +302,129 @@ mod tests {
                 .unwrap()
                 .contains("\"by\": \"identity\"")
         );
+    }
+
+    /// A layout of `repository` with one image tagged `tag`.
+    fn image(repository: &str, tag: &str) -> Vec<crate::content::HeldFile> {
+        use crate::oci::layout::ImageManifest;
+        use crate::oci::media_type;
+        let mut layout = crate::tree::LayoutBuilder::new(repository);
+        let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
+        let d = layout.manifest(
+            media_type::OCI_MANIFEST,
+            &ImageManifest::new(config, vec![]),
+        );
+        layout.list(d, Some(tag));
+        layout
+            .into_files()
+            .unwrap()
+            .into_iter()
+            .map(|(path, data)| crate::content::HeldFile::new(path, data))
+            .collect()
+    }
+
+    fn record(verified: Vec<Evidence>, warning: Option<&str>) -> Record {
+        Record {
+            digest: Digest::sha256_of(b"package"),
+            verified,
+            warning: warning.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_registry_finds_each_record_by_chart_version_and_by_image_tag() {
+        let key = Evidence::Key {
+            key: "0123abcd".into(),
+            subkey: None,
+            form: Form::Prov,
+        };
+        let file = VerificationFile {
+            policy: PolicyRecord {
+                mode: "warn".into(),
+                ..PolicyRecord::default()
+            },
+            charts: BTreeMap::from([(
+                "charts/app".parse().unwrap(),
+                BTreeMap::from([
+                    ("1.0.0+build.1".to_owned(), record(vec![key.clone()], None)),
+                    ("0.9.0".to_owned(), record(vec![], Some("no signature"))),
+                ]),
+            )]),
+            images: BTreeMap::from([(
+                "images/x".parse().unwrap(),
+                BTreeMap::from([("v1".to_owned(), record(vec![key.clone()], None))]),
+            )]),
+        };
+        let mut files = image("images/x", "v1");
+        files.push(crate::content::HeldFile::new(
+            VERIFICATION_FILE,
+            file.to_bytes(),
+        ));
+        let registry = Registry::from_files(files).unwrap();
+        assert!(registry.has_verification());
+        let found = registry
+            .chart_verification("charts/app", "1.0.0+build.1")
+            .unwrap();
+        assert_eq!(found.verified, std::slice::from_ref(&key));
+        let warned = registry.chart_verification("charts/app", "0.9.0").unwrap();
+        assert_eq!(warned.warning.as_deref(), Some("no signature"));
+        assert_eq!(
+            registry
+                .image_verification("images/x", "v1")
+                .unwrap()
+                .verified,
+            [key]
+        );
+        // Nothing recorded: not verified. Charts and images are looked up apart.
+        assert!(registry.chart_verification("charts/app", "1.0.0").is_none());
+        assert!(registry.chart_verification("images/x", "v1").is_none());
+        assert!(registry.image_verification("images/x", "v2").is_none());
+        assert!(registry.image_verification("charts/app", "0.9.0").is_none());
+    }
+
+    #[test]
+    fn content_without_the_file_records_nothing() {
+        let registry = Registry::from_files(image("images/x", "v1")).unwrap();
+        assert!(!registry.has_verification());
+        assert!(registry.image_verification("images/x", "v1").is_none());
+    }
+
+    /// A file the loader cannot read is content that cannot be served, naming the file: not
+    /// JSON, an invalid name or digest, evidence of no known kind, a field it does not know.
+    #[test]
+    fn a_file_the_loader_cannot_read_refuses_the_content_naming_it() {
+        let digest = Digest::sha256_of(b"x");
+        for bad in [
+            "not json".to_owned(),
+            r#"{"charts":{}}"#.to_owned(),
+            r#"{"policy":{"mode":"require"},"images":{"Images/x":{}}}"#.to_owned(),
+            r#"{"policy":{"mode":"require"},"images":{"images/x":{"v1":{"digest":"sha256:12"}}}}"#
+                .to_owned(),
+            format!(
+                r#"{{"policy":{{"mode":"require"}},"images":{{"images/x":{{"v1":{{"digest":"{digest}","verified":[{{"by":"guess","form":"sig"}}]}}}}}}}}"#
+            ),
+            format!(
+                r#"{{"policy":{{"mode":"require"}},"charts":{{"charts/a":{{"1.0.0":{{"digest":"{digest}","verified":[{{"by":"key","key":"ab","form":"pgp"}}]}}}}}}}}"#
+            ),
+            r#"{"policy":{"mode":"require"},"other":1}"#.to_owned(),
+        ] {
+            let mut files = image("images/x", "v1");
+            files.push(crate::content::HeldFile::new(
+                VERIFICATION_FILE,
+                bad.clone().into_bytes(),
+            ));
+            let built: Vec<crate::content::BuildFile> =
+                files.iter().map(crate::content::BuildFile::from).collect();
+            let refused = crate::content::Description::of(&built)
+                .refusal()
+                .map(ToString::to_string)
+                .unwrap_or_else(|| panic!("{bad} was accepted"));
+            assert!(refused.starts_with(VERIFICATION_FILE), "{bad}: {refused}");
+            let served = Registry::from_files(files);
+            assert!(
+                served.is_err_and(|e| e.to_string().starts_with(VERIFICATION_FILE)),
+                "{bad}"
+            );
+        }
     }
 }

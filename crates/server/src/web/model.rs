@@ -2,12 +2,15 @@
 //! and its versions newest first (digest, pull size, kind, platforms), a chart's metadata from
 //! its config (Chart.yaml as JSON: untrusted text, escaped where it is shown), what is
 //! attached to each version (referrers by `subject`, and cosign's `sha256-<hex>.sig/.att/.sbom`
-//! tags), and the images a chart version needs, each held here or not, when the content lists
-//! them ([`images`]). Serialised as it is for `Accept: application/json`.
+//! tags), the images a chart version needs, each held here or not, when the content lists
+//! them ([`images`]), and what verified each version's signature at build, when the content
+//! records it ([`verified`]). Serialised as it is for `Accept: application/json`.
 
 use serde::{Deserialize, Serialize};
 
-use chartreg_core::content::{Document, Kind, Manifest, Registry, Repository, Unreadable, Way};
+use chartreg_core::content::{
+    Document, Evidence, Kind, Manifest, Record, Registry, Repository, Unreadable, Way,
+};
 use chartreg_core::oci::media_type::{HELM_CHART, HELM_PROVENANCE};
 use chartreg_core::oci::{Digest, Reference};
 
@@ -57,6 +60,52 @@ pub struct VersionView {
     /// needs none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<ImageView>>,
+    /// What verified its signature at build, or the warning a failed one gave; `null`: not
+    /// verified.
+    pub verified: Option<Verified>,
+}
+
+/// A version's record of verification at build (`verification.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verified {
+    /// Who signed it, each as verified (a key, or a keyless identity and issuer).
+    pub by: Vec<Evidence>,
+    /// Why its signature failed, when `mode: warn` let it through.
+    pub warning: Option<String>,
+}
+
+/// What a version is, for its record of verification.
+#[derive(Debug, Clone, Copy)]
+pub enum Signed<'a> {
+    /// A chart: by its version as `Chart.yaml` has it, and its package's digest.
+    Chart {
+        version: &'a str,
+        package: &'a Digest,
+    },
+    /// Anything else: by its tag, and the digest the tag names.
+    Tag { tag: &'a str, digest: &'a Digest },
+}
+
+/// What verified `signed` in `repository` at build, as the content records it; `None`: not
+/// verified (no record, or one of other bytes than these, which says nothing of them).
+pub fn verified(registry: &Registry, repository: &str, signed: Signed<'_>) -> Option<Verified> {
+    if !registry.has_verification() {
+        return None;
+    }
+    let (record, digest): (Option<&Record>, &Digest) = match signed {
+        Signed::Chart { version, package } => {
+            (registry.chart_verification(repository, version), package)
+        }
+        Signed::Tag { tag, digest } => (registry.image_verification(repository, tag), digest),
+    };
+    let record = record.filter(|r| r.digest == *digest)?;
+    if record.verified.is_empty() && record.warning.is_none() {
+        return None;
+    }
+    Some(Verified {
+        by: record.verified.clone(),
+        warning: record.warning.clone(),
+    })
 }
 
 /// One image a chart version needs.
@@ -240,6 +289,7 @@ fn repository_view(
             Kind::Chart => chart_parts(repository, manifest)?,
             _ => None,
         };
+        let package = parts.as_ref().map(|parts| &parts.package.digest);
         let chart = parts.map(|parts| {
             // Chart.yaml's fields the pages show, each optional: metadata without them (or
             // with other types) shows empty fields, and the chart is served the same.
@@ -264,6 +314,16 @@ fn repository_view(
         let images = chart
             .as_ref()
             .and_then(|c| images(registry, repository.name(), &c.version));
+        let signed = match (&chart, package) {
+            (Some(chart), Some(package)) => Some(Signed::Chart {
+                version: &chart.version,
+                package,
+            }),
+            // A chart whose metadata cannot be read has no version to look up.
+            _ if artifact.kind == Kind::Chart => None,
+            _ => Some(Signed::Tag { tag, digest }),
+        };
+        let verified = signed.and_then(|signed| verified(registry, repository.name(), signed));
         versions.push(VersionView {
             tag: tag.to_owned(),
             digest: digest.to_string(),
@@ -273,6 +333,7 @@ fn repository_view(
             chart,
             attached,
             images,
+            verified,
         });
     }
     for (subject, attached) in tagged_attachments {

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use bytes::{Bytes, BytesMut};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::model::{ImageView, Overview, RepositoryView, VersionView};
+use super::model::{ImageView, Overview, RepositoryView, Verified, VersionView};
 use chartreg_core::content::{Kind, Way};
 
 /// Cut marks: a control character no text reaches the page with (see [`clean`]).
@@ -148,7 +148,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.4re
 nav ul{columns:18rem;margin:.3rem 0;padding-left:1.2rem}nav li{break-inside:avoid;margin:.1rem 0}nav a{color:#0f3d5e}\
 section:target{border-color:#0f3d5e;box-shadow:0 0 0 2px #0f3d5e33}\
 p.ca{background:#fff8e5;border:1px solid #f0d890;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}\
-h3{font-size:1rem;margin:.8rem 0 .3rem}td.missing{color:#b42318;font-weight:600}";
+h3{font-size:1rem;margin:.8rem 0 .3rem}.missing{color:#b42318;font-weight:600}";
 
 /// `n` and the noun, singular or plural as `n` says: `1 version`, `2 versions`, `0 versions`.
 fn count(n: usize, one: &str, many: &str) -> String {
@@ -363,6 +363,7 @@ pub fn repository(repository: &RepositoryView) -> Pieces {
                             @if let Some(t) = &a.artifact_type { " " (clean(t)) }
                         }
                     }
+                    dt { "verification" } dd { (verification(v.verified.as_ref())) }
                 }
                 @if let Some(images) = &v.images {
                     (needed_images(images))
@@ -371,6 +372,24 @@ pub fn repository(repository: &RepositoryView) -> Pieces {
         }
     };
     page(&format!("{name} - chartreg"), summary, body)
+}
+
+/// What verified a version's signature at build: each signer on a line, then the warning a
+/// failed signature gave; or that it was not verified.
+fn verification(verified: Option<&Verified>) -> Markup {
+    html! {
+        @match verified {
+            Some(verified) => {
+                @for by in &verified.by {
+                    "verified: " (clean(&by.to_string())) " at build" br;
+                }
+                @if let Some(warning) = &verified.warning {
+                    span.missing { "signature failed, warned at build: " (clean(warning)) }
+                }
+            }
+            None => { "not verified" }
+        }
+    }
 }
 
 /// The images a chart version needs: each held here or not, and how the build found it.
@@ -493,6 +512,7 @@ mod tests {
             chart: None,
             attached: Vec::new(),
             images: None,
+            verified: None,
         };
         Overview {
             repositories: (0..repositories)
@@ -586,6 +606,34 @@ mod tests {
         #[case] want: &str,
     ) {
         assert_eq!(found(from), want);
+    }
+
+    #[test]
+    fn a_verification_says_each_signer_then_the_warning_as_text() {
+        use chartreg_core::content::{Evidence, Form};
+        let both = Verified {
+            by: vec![
+                Evidence::Key {
+                    key: "sha256:ab".into(),
+                    subkey: None,
+                    form: Form::Sig,
+                },
+                Evidence::Key {
+                    key: "AB12".into(),
+                    subkey: Some("CD34".into()),
+                    form: Form::Prov,
+                },
+            ],
+            warning: Some("bundle: <script>identity\u{1} mismatch".into()),
+        };
+        assert_eq!(
+            verification(Some(&both)).into_string(),
+            "verified: key sha256:ab (.sig) at build<br>\
+             verified: key AB12 (subkey CD34) (.prov) at build<br>\
+             <span class=\"missing\">signature failed, warned at build: bundle: \
+             &lt;script&gt;identity mismatch</span>"
+        );
+        assert_eq!(verification(None).into_string(), "not verified");
     }
 
     #[test]

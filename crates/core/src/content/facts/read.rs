@@ -18,6 +18,7 @@ use bytestring::ByteString;
 use super::{Facts, FileFacts, Found, RepositoryFacts, decode};
 use crate::content::chart_images::{self, CHART_IMAGES_FILE};
 use crate::content::input::HeldFile;
+use crate::content::verification::{self, VERIFICATION_FILE};
 use crate::content::{Blob, HashMap, Manifest, Registry, Repository, Sha256Map};
 use crate::oci::layout::{Annotations, Descriptor};
 use crate::oci::{Digest, DigestError, NameError, RepositoryName, Tag, TagError};
@@ -95,13 +96,18 @@ pub(crate) fn read(bytes: &Bytes, files: &[HeldFile]) -> Result<Registry, Unserv
         built.push(repository);
     }
     let mut registry = Registry::assemble(built);
-    // The list of the images charts need: its bytes kept, read on first use (see
-    // `chart_images`), so that start-up does no more than this one search.
-    let listed = sorted
-        .binary_search_by(|f| f.path.as_ref().cmp(CHART_IMAGES_FILE))
-        .ok()
-        .and_then(|i| sorted.get(i));
-    registry.chart_images = chart_images::Held::of(listed.map(|f| f.data.clone()));
+    // The list of the images charts need and the verification record: their bytes kept, read
+    // on first use (see `chart_images`, `verification`), so that start-up does no more than
+    // one search for each.
+    let beside = |name: &str| {
+        sorted
+            .binary_search_by(|f| f.path.as_ref().cmp(name))
+            .ok()
+            .and_then(|i| sorted.get(i))
+            .map(|f| f.data.clone())
+    };
+    registry.chart_images = chart_images::Held::of(beside(CHART_IMAGES_FILE));
+    registry.verification = verification::Held::of(beside(VERIFICATION_FILE));
     registry
         .repositories()
         .for_each(Repository::warn_unreferenced);
