@@ -99,6 +99,11 @@ fn pack_verifies_charts_as_helm_verify_does() {
         }
     }
 
+    // pack records each chart's signer beside the repositories; the content built from the
+    // folder checks them again from the embedded bytes (`chartreg verify`), and fails to once
+    // the embedded keyring is another key's.
+    recheck_charts(&dir.join("assets"), &other.public);
+
     // Another key's keyring: Helm refuses, and so does pack, naming the rule.
     let out = pack(dir, &policy("require", &other.public, "\"signed\""));
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
@@ -164,4 +169,68 @@ fn pack_verifies_charts_as_helm_verify_does() {
         "{}",
         describe(&out)
     );
+}
+
+/// The verification record in `out` (what pack wrote for motd 1.0.0 and signed 2.0.0) checked
+/// again as `chartreg verify` does; then with `other`'s keyring embedded instead.
+fn recheck_charts(out: &Path, other: &Path) {
+    use chartreg_core::content::{
+        BuildFile, Content, Description, Evidence, Form, HeldFile, VERIFICATION_FILE,
+        VerificationFile,
+    };
+    let content_of = |files: Vec<HeldFile>| {
+        let at_build: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
+        let facts = Description::of(&at_build).facts().expect("facts");
+        Content {
+            files,
+            facts: facts.into(),
+        }
+    };
+    let files = common::files_in(out);
+    let record: VerificationFile = serde_json::from_slice(
+        &std::fs::read(out.join(VERIFICATION_FILE)).expect("pack wrote the record"),
+    )
+    .expect("the record reads");
+    for (repository, version) in [("charts/motd", "1.0.0"), ("charts/signed", "2.0.0")] {
+        let verified = &record.charts[&repository.parse().unwrap()][version].verified;
+        assert!(
+            matches!(
+                verified.as_slice(),
+                [Evidence::Key {
+                    form: Form::Prov,
+                    ..
+                }]
+            ),
+            "{repository} {version}: {verified:?}"
+        );
+    }
+    let (problems, rechecked) = chartreg::inspect::verify_all(&content_of(files.clone()));
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(rechecked, Some(2));
+    let mut swapped = record.clone();
+    swapped
+        .policy
+        .charts
+        .as_mut()
+        .expect("a charts part")
+        .keyring = hex::encode(std::fs::read(other).expect("keyring"));
+    let files = files
+        .into_iter()
+        .map(|f| {
+            if f.path.as_ref() == VERIFICATION_FILE {
+                HeldFile::new(VERIFICATION_FILE, swapped.to_bytes())
+            } else {
+                f
+            }
+        })
+        .collect();
+    let (problems, _) = chartreg::inspect::verify_all(&content_of(files));
+    for chart in ["chart charts/motd 1.0.0: ", "chart charts/signed 2.0.0: "] {
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with(chart) && p.contains("does not verify now")),
+            "{chart}: {problems:#?}"
+        );
+    }
 }

@@ -374,11 +374,16 @@ fn mirror_config(args: &MirrorArgs, content: impl FnOnce() -> Content) -> Result
 fn verify(content: impl FnOnce() -> Content) -> Result<(), CommandError> {
     let content = content();
     let files = content.files.len();
-    let problems = inspect::verify(&content);
+    let (problems, rechecked) = inspect::verify_all(&content);
     if problems.is_empty() {
         println!(
             "verified {files} files: every byte is what its digest says, and start-up serves exactly the content"
         );
+        if let Some(n) = rechecked {
+            println!(
+                "re-checked {n} signed artifacts against the embedded policy: each verifies as the build recorded"
+            );
+        }
         return Ok(());
     }
     for problem in &problems {

@@ -204,7 +204,14 @@ pub fn write_table(out: &mut impl Write, rows: &[Listed<'_>], total: u64) -> io:
 
 /// Everything `verify` found wrong, each naming what it is about.
 pub fn verify(content: &Content) -> Vec<String> {
+    verify_all(content).0
+}
+
+/// Everything `verify` found wrong, and how many records of what the build verified were
+/// checked again (`None`: the content records none).
+pub fn verify_all(content: &Content) -> (Vec<String>, Option<usize>) {
     let mut problems = Vec::new();
+    let mut rechecked = None;
     // 1. Every file, hashed again from its bytes.
     let mut files = Vec::with_capacity(content.files.len());
     for file in &content.files {
@@ -231,7 +238,7 @@ pub fn verify(content: &Content) -> Vec<String> {
     let description = Description::of(&files);
     if let Some(refused) = description.refusal() {
         problems.push(refused.to_string());
-        return problems;
+        return (problems, rechecked);
     }
     // 3. The build-time facts are that description's, and start-up serves from them.
     match description.differences(&content.facts) {
@@ -242,10 +249,17 @@ pub fn verify(content: &Content) -> Vec<String> {
         ),
         Err(e) => problems.push(e.to_string()),
     }
-    if let Err(e) = Registry::from_facts(&content.facts, &content.files) {
-        problems.push(format!("start-up refuses the content: {e}"));
+    match Registry::from_facts(&content.facts, &content.files) {
+        // 4. The signatures the build verified, checked again against the embedded policy.
+        Ok(registry) => {
+            if let Some(done) = crate::recheck::signatures(&content.files, &registry) {
+                problems.extend(done.problems);
+                rechecked = Some(done.records);
+            }
+        }
+        Err(e) => problems.push(format!("start-up refuses the content: {e}")),
     }
-    problems
+    (problems, rechecked)
 }
 
 /// The content digest: the sha256 of one line per embedded file, `<sha256 hex>  <path>` ended

@@ -33,6 +33,7 @@ pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod mirror_config;
+pub mod recheck;
 pub mod serve;
 pub mod tls;
 pub mod versions;

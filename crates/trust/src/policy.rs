@@ -412,6 +412,17 @@ pub enum Checked<S> {
     Failed { refuse: bool, line: String },
 }
 
+impl<S> Checked<S> {
+    /// The same outcome, who signed said by `f`.
+    pub fn map<T>(self, f: impl FnOnce(S) -> T) -> Checked<T> {
+        match self {
+            Checked::Verified(s) => Checked::Verified(f(s)),
+            Checked::NotSigned => Checked::NotSigned,
+            Checked::Failed { refuse, line } => Checked::Failed { refuse, line },
+        }
+    }
+}
+
 /// Checks chart `name` `version` (its package `file` with digest `package`, and its `.prov`
 /// if any) against `policy`.
 pub fn check_chart(

@@ -41,7 +41,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chartreg_core::content::{CHART_IMAGES_FILE, ChartImagesFile};
+use chartreg_core::content::{
+    CHART_IMAGES_FILE, ChartImagesFile, VERIFICATION_FILE, VerificationFile,
+};
 use chartreg_core::oci::{Namespace, RepositoryName};
 use chartreg_core::tree::{self, Outcome, Tree};
 
@@ -262,14 +264,23 @@ struct Plan {
     record: Record,
     /// The images each chart version needs, as the output folder keeps them (`images_file`).
     chart_images: Option<ChartImagesFile>,
+    /// What verified, with the policy (with the content file's `verify:`; without it the
+    /// output folder's file is left as it is).
+    verification: Option<VerificationFile>,
 }
 
 fn plan(request: &Request) -> Result<Plan, PackError> {
     let inputs = read_inputs(request)?;
     let mut packed = build(&inputs, &request.prefix, &request.out)?;
-    if let Some(policy) = &request.verify {
-        verify::inputs(policy, &inputs, &mut packed)?;
-    }
+    let verification = match &request.verify {
+        Some(policy) => Some(verify::inputs(
+            policy,
+            &request.prefix,
+            &inputs,
+            &mut packed,
+        )?),
+        None => None,
+    };
     let out = &request.out;
     let previous = Record::load(out, &request.prefix)
         .map_err(|e| at(&out.join(RECORD_FILE))(Problem::Record(e)))?;
@@ -366,6 +377,7 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
         restores,
         record,
         chart_images,
+        verification,
     })
 }
 
@@ -428,16 +440,19 @@ fn chart_images(
 type Kept = (&'static str, Option<Vec<u8>>);
 
 /// The small files `pack` keeps beside the repositories: the images the chart versions need,
-/// the `.gitignore`, and the record last (written last, it says what the rest is).
-fn bookkeeping(plan: &Plan) -> Result<[Kept; 3], RecordError> {
-    Ok([
-        (
-            CHART_IMAGES_FILE,
-            plan.chart_images.as_ref().map(ChartImagesFile::to_bytes),
-        ),
-        (GITIGNORE_FILE, plan.record.gitignore()),
-        (RECORD_FILE, Some(plan.record.to_bytes()?)),
-    ])
+/// what verified (when this run has a policy), the `.gitignore`, and the record last (written
+/// last, it says what the rest is).
+fn bookkeeping(plan: &Plan) -> Result<Vec<Kept>, RecordError> {
+    let mut kept = vec![(
+        CHART_IMAGES_FILE,
+        plan.chart_images.as_ref().map(ChartImagesFile::to_bytes),
+    )];
+    if let Some(verification) = &plan.verification {
+        kept.push((VERIFICATION_FILE, Some(verification.to_bytes())));
+    }
+    kept.push((GITIGNORE_FILE, plan.record.gitignore()));
+    kept.push((RECORD_FILE, Some(plan.record.to_bytes()?)));
+    Ok(kept)
 }
 
 /// `chartreg-build pack`: reads and lays out the inputs, then writes the output folder.

@@ -345,3 +345,142 @@ fn unreadable_policies_name_the_file() {
         assert!(stderr.contains(&want), "`{want}` not in {stderr}");
     }
 }
+
+/// The content as a binary built from `out` embeds it: its files and their facts.
+fn built(out: &Path) -> chartreg_core::content::Content {
+    use chartreg_core::content::{BuildFile, Description};
+    let files = files_in(out);
+    let at_build: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
+    let description = Description::of(&at_build);
+    assert!(
+        description.refusal().is_none(),
+        "{:?}",
+        description.refusal()
+    );
+    chartreg_core::content::Content {
+        facts: description.facts().unwrap().into(),
+        files,
+    }
+}
+
+/// pack writes what verified, with the policy's material, beside the repositories; the server
+/// shows each tag's record and `chartreg verify` checks the signatures again from the embedded
+/// bytes; a record another key would have to satisfy is a problem naming the image.
+#[test]
+fn the_record_is_embedded_and_checked_again() {
+    use chartreg_core::content::{Evidence, Form, Registry, VERIFICATION_FILE, VerificationFile};
+    let Some(fixtures) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        "sig-valid",
+        "bundle-key-valid",
+        "bundle-keyless-valid",
+        "unsigned",
+    ];
+    let policy = full_policy().replace("[\"quay.io/*\"]", "[\"quay.io/example/*-valid\"]");
+    let config = content_file(dir.path(), fixtures, &cases, "require", &policy);
+    let out = dir.path().join("assets");
+    let done = pack_config(&config, &out);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let record: VerificationFile =
+        serde_json::from_slice(&fs::read(out.join(VERIFICATION_FILE)).unwrap()).unwrap();
+    let images = record.policy.images.as_ref().unwrap();
+    assert_eq!(
+        images.keys,
+        [fs::read_to_string(fixtures.join("keys/cosign.pub")).unwrap()]
+    );
+    assert_eq!(images.keyless.len(), 1);
+    let key = {
+        use sha2::Digest as _;
+        let pem = fs::read_to_string(fixtures.join("keys/cosign.pub")).unwrap();
+        let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap();
+        format!("sha256:{}", hex::encode(sha2::Sha256::digest(&der)))
+    };
+    let expect = [
+        (
+            "sig-valid",
+            Evidence::Key {
+                key: key.clone(),
+                subkey: None,
+                form: Form::Sig,
+            },
+        ),
+        (
+            "bundle-key-valid",
+            Evidence::Key {
+                key,
+                subkey: None,
+                form: Form::Bundle,
+            },
+        ),
+        (
+            "bundle-keyless-valid",
+            Evidence::Identity {
+                identity: IDENTITY.replace('*', "v1.0.0"),
+                issuer: ISSUER.into(),
+                form: Form::Bundle,
+            },
+        ),
+    ];
+    for (case, by) in &expect {
+        let repository = format!("quay.io/example/{case}");
+        let tags = &record.images[&repository.parse().unwrap()];
+        assert_eq!(tags["v1"].verified, std::slice::from_ref(by), "{case}");
+        assert_eq!(tags["v1"].digest.to_string(), image_digest(fixtures, case));
+    }
+    assert!(
+        !record
+            .images
+            .keys()
+            .any(|r| r.as_str().ends_with("unsigned")),
+        "an unsigned image no rule names has no record"
+    );
+    // Served: each tag's record; verify: every signature checked again.
+    let content = built(&out);
+    let registry = Registry::from_files(content.files.clone()).unwrap();
+    assert_eq!(
+        registry
+            .image_verification("quay.io/example/sig-valid", "v1")
+            .map(|r| r.verified.clone()),
+        Some(vec![expect[0].1.clone()])
+    );
+    assert!(
+        registry
+            .image_verification("quay.io/example/unsigned", "v1")
+            .is_none()
+    );
+    let (problems, rechecked) = chartreg::inspect::verify_all(&content);
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(rechecked, Some(3));
+    // The embedded key swapped for another: the .sig and key bundle no longer verify.
+    let other = fs::read_to_string(fixtures.join("keys/other.pub")).unwrap();
+    let mut swapped = record.clone();
+    swapped.policy.images.as_mut().unwrap().keys = vec![other];
+    let mut files = content.files.clone();
+    for f in &mut files {
+        if f.path.as_ref() == VERIFICATION_FILE {
+            *f = HeldFile::new(VERIFICATION_FILE, swapped.to_bytes());
+        }
+    }
+    let at_build: Vec<_> = files
+        .iter()
+        .map(chartreg_core::content::BuildFile::from)
+        .collect();
+    let facts = chartreg_core::content::Description::of(&at_build)
+        .facts()
+        .unwrap();
+    let (problems, _) = chartreg::inspect::verify_all(&chartreg_core::content::Content {
+        files,
+        facts: facts.into(),
+    });
+    for case in ["sig-valid", "bundle-key-valid"] {
+        assert!(
+            problems.iter().any(|p| p.starts_with(&format!(
+                "image quay.io/example/{case}:v1: does not verify now"
+            ))),
+            "{case}: {problems:#?}"
+        );
+    }
+    assert_eq!(problems.len(), 2, "{problems:#?}");
+}
