@@ -5,7 +5,7 @@
 #
 # OUT becomes a Cargo workspace holding only the server's crates, as this tree has them:
 #   Cargo.toml     the root package `chartreg-bin` (the binary that embeds content: build.rs,
-#                  src/main.rs) and the workspace of crates/server, crates/core, crates/embed;
+#                  src/main.rs) and the workspace of crates/server, crates/core, crates/embed, crates/trust;
 #                  every [dev-dependencies] table left out (tests are not built from a kit);
 #   Cargo.lock     this tree's lock, without the packages the kit does not use: every version
 #                  pinned as the project pins it;
@@ -36,7 +36,7 @@ mkdir -p "$STAGE"
 trap 'rm -rf "$STAGE"' EXIT
 
 # The sources: what git tracks (no build output), else the folders as they are.
-FILES=(build.rs src crates/server crates/core crates/embed)
+FILES=(build.rs src crates/server crates/core crates/embed crates/trust)
 if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git -C "$ROOT" ls-files -z --cached --others --exclude-standard -- "${FILES[@]}" |
         while IFS= read -r -d '' file; do
@@ -67,7 +67,7 @@ def without_tables(text, names):
 
 text = open(f"{root}/Cargo.toml").read()
 text = without_tables(text, {"dev-dependencies"})
-members = '["." , "crates/server", "crates/core", "crates/embed"]'.replace(" ,", ",")
+members = '["." , "crates/server", "crates/core", "crates/embed", "crates/trust"]'.replace(" ,", ",")
 text = re.sub(r"(?m)^members = \[.*\]$", f"members = {members}", text)
 text = re.sub(r"(?m)^default-members = \[.*\]\n", "", text)
 text = re.sub(r"(?m)^exclude = \[.*\]\n", "", text)
@@ -75,7 +75,7 @@ text = re.sub(r"(?m)^# cargo-fuzz's crate.*\n", "", text)
 header = ("# The server kit (scripts/make-kit.sh): the chartreg binary's crates and their\n"
           "# dependencies' source, from which `chartreg-build build` compiles the server offline.\n")
 open(f"{stage}/Cargo.toml", "w").write(header + text)
-for crate in ["crates/server", "crates/core", "crates/embed"]:
+for crate in ["crates/server", "crates/core", "crates/embed", "crates/trust"]:
     path = f"{stage}/{crate}/Cargo.toml"
     kept = without_tables(open(path).read(), {"dev-dependencies"})
     open(path, "w").write(kept)

@@ -22,6 +22,7 @@ mod chart_images;
 mod downloads;
 mod linked;
 mod refused;
+mod verification;
 
 use std::fs;
 use std::io::{Read, Write};

@@ -24,7 +24,8 @@ use serde::Deserialize;
 
 use crate::bundle;
 use crate::cosign::{self, CERTIFICATE_ANNOTATION, SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
-use crate::policy::{Checked, ImagePolicy, Mode};
+use crate::policy::{Checked, ImagePolicy};
+use crate::section::Mode;
 
 /// The Sigstore bundle's media type: a referrer's artifact type and its layer's.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";

@@ -36,6 +36,7 @@ pub mod patterns;
 pub mod policy;
 pub mod prov;
 pub mod provider;
+pub mod section;
 
 pub use cosign::{CosignKey, KeyError};
 pub use image::{
@@ -43,7 +44,7 @@ pub use image::{
 };
 pub use keyring::{Keyring, KeyringError};
 pub use policy::{
-    ChartPolicy, ChartsSection, Checked, ImagePolicy, ImagesSection, KeylessRule, KeylessSection,
-    Mode, Policy, PolicyError, VerifySection, check_chart,
+    ChartPolicy, Checked, ImagePolicy, KeylessRule, Policy, PolicyError, check_chart,
 };
 pub use prov::{Reason, Signer};
+pub use section::{ChartsSection, ImagesSection, KeylessSection, Mode, VerifySection};
