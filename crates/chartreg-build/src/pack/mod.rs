@@ -264,8 +264,8 @@ struct Plan {
     record: Record,
     /// The images each chart version needs, as the output folder keeps them (`images_file`).
     chart_images: Option<ChartImagesFile>,
-    /// What verified, with the policy (with the content file's `verify:`; without it the
-    /// output folder's file is left as it is).
+    /// What verified, with the policy: this run's (with the content file's `verify:`) and
+    /// earlier runs' of the repositories it leaves in place (`verify::merged`).
     verification: Option<VerificationFile>,
 }
 
@@ -351,12 +351,20 @@ fn plan(request: &Request) -> Result<Plan, PackError> {
                 Some((Owner::Chart { .. }, _))
             )
     });
-    if chart_images.is_some()
-        && (record.repositories.contains_key(CHART_IMAGES_FILE)
-            || record.imported.contains_key(CHART_IMAGES_FILE))
-    {
+    // The bookkeeping files' names are never a repository's, whether or not this run writes
+    // them: a later run would, or would remove the folder's file.
+    let named =
+        |file: &str| record.repositories.contains_key(file) || record.imported.contains_key(file);
+    if named(CHART_IMAGES_FILE) {
         return Err(at(&out.join(CHART_IMAGES_FILE))(Problem::ChartImagesName));
     }
+    if named(VERIFICATION_FILE) {
+        return Err(at(&out.join(VERIFICATION_FILE))(Problem::VerificationName));
+    }
+    // Records of repositories an earlier run packed and this one leaves in place.
+    let verification = verify::merged(out, verify::load(out)?, verification, |name| {
+        record.repositories.contains_key(name) && !packed.repositories.contains_key(name)
+    })?;
     // A repository's folder is replaced as a whole: none may lie inside another.
     let names: Vec<&String> = record.repositories.keys().collect();
     for outer in &names {
@@ -440,16 +448,17 @@ fn chart_images(
 type Kept = (&'static str, Option<Vec<u8>>);
 
 /// The small files `pack` keeps beside the repositories: the images the chart versions need,
-/// what verified (when this run has a policy), the `.gitignore`, and the record last (written
+/// what verified, the `.gitignore`, and the record last (written
 /// last, it says what the rest is).
 fn bookkeeping(plan: &Plan) -> Result<Vec<Kept>, RecordError> {
     let mut kept = vec![(
         CHART_IMAGES_FILE,
         plan.chart_images.as_ref().map(ChartImagesFile::to_bytes),
     )];
-    if let Some(verification) = &plan.verification {
-        kept.push((VERIFICATION_FILE, Some(verification.to_bytes())));
-    }
+    kept.push((
+        VERIFICATION_FILE,
+        plan.verification.as_ref().map(VerificationFile::to_bytes),
+    ));
     kept.push((GITIGNORE_FILE, plan.record.gitignore()));
     kept.push((RECORD_FILE, Some(plan.record.to_bytes()?)));
     Ok(kept)

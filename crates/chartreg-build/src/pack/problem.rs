@@ -52,6 +52,18 @@ pub enum Problem {
     Unverified(Vec<String>),
     #[error("verify: {0}")]
     Signatures(crate::verify::LayoutError),
+    #[error("not the record pack writes of what verified: {0}")]
+    NotVerification(String),
+    #[error(
+        "{} verified against another policy (an earlier run's verify:, which this file records); one output folder holds what one policy verified: give every content file packed into it the same verify: section, or pack these again with this one, or remove them from the folder",
+        .0.join(", ")
+    )]
+    OtherPolicy(Vec<String>),
+    #[error(
+        "a repository is named `{}`, the file pack writes what verified into; rename it",
+        chartreg_core::content::VERIFICATION_FILE
+    )]
+    VerificationName,
     #[error("no chart packages (*.tgz) or chart folders found")]
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]

@@ -4,10 +4,19 @@
 //! by whom, go into the report, and into the record pack writes beside the repositories
 //! (`verification.json`: the policy with its material, and per chart version and image tag who
 //! signed it or the warning; see `chartreg_core::content::VerificationFile`).
+//!
+//! The file is one per output folder, and runs of other content files (another prefix, other
+//! layouts) may write into that folder: [`merged`] keeps the records of the repositories this
+//! run does not pack, which an earlier run verified, as long as both runs had the same policy
+//! (else it refuses, naming them: one file holds one policy). A run without a policy drops the
+//! records of what it packs (not verified now), and the file goes with its last record.
 
+use std::collections::BTreeSet;
 use std::fs;
+use std::io;
+use std::path::Path;
 
-use chartreg_core::content::{Evidence, Record, VerificationFile};
+use chartreg_core::content::{Evidence, Record, VERIFICATION_FILE, VerificationFile};
 use chartreg_core::oci::{Digest, RepositoryName};
 
 use crate::verify::{Checked, Policy};
@@ -130,4 +139,67 @@ fn note(
             })
         }
     }
+}
+
+/// The record in `out`, if there is one.
+pub fn load(out: &Path) -> Result<Option<VerificationFile>, PackError> {
+    let path = out.join(VERIFICATION_FILE);
+    match fs::read(&path) {
+        Ok(data) => serde_json::from_slice(&data)
+            .map(Some)
+            .map_err(|e| at(&path)(Problem::NotVerification(e.to_string()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_at(&path)(e)),
+    }
+}
+
+/// The record after a run: `previous`'s records of the repositories `kept` says an earlier
+/// run packed and this one leaves in place, and this run's (`made`, with its policy, when the
+/// run has one). Refused when both have records and their policies differ: the kept records
+/// were not verified against this run's policy. Without `made`, the file is removed when this
+/// run took its last records away (a file holding a policy and no record is left as it is).
+pub fn merged(
+    out: &Path,
+    previous: Option<VerificationFile>,
+    made: Option<VerificationFile>,
+    kept: impl Fn(&str) -> bool,
+) -> Result<Option<VerificationFile>, PackError> {
+    let Some(mut previous) = previous else {
+        return Ok(made);
+    };
+    let had_records = has_records(&previous);
+    previous
+        .charts
+        .retain(|repository, _| kept(repository.as_str()));
+    previous
+        .images
+        .retain(|repository, _| kept(repository.as_str()));
+    let Some(mut made) = made else {
+        return Ok((has_records(&previous) || !had_records).then_some(previous));
+    };
+    if !has_records(&previous) {
+        return Ok(Some(made));
+    }
+    if previous.policy != made.policy {
+        let names: BTreeSet<String> = previous
+            .charts
+            .keys()
+            .chain(previous.images.keys())
+            .map(|r| r.as_str().to_owned())
+            .collect();
+        return Err(at(&out.join(VERIFICATION_FILE))(Problem::OtherPolicy(
+            names.into_iter().collect(),
+        )));
+    }
+    for (repository, versions) in previous.charts {
+        made.charts.entry(repository).or_insert(versions);
+    }
+    for (repository, tags) in previous.images {
+        made.images.entry(repository).or_insert(tags);
+    }
+    Ok(Some(made))
+}
+
+fn has_records(file: &VerificationFile) -> bool {
+    !file.charts.is_empty() || !file.images.is_empty()
 }

@@ -484,3 +484,128 @@ fn the_record_is_embedded_and_checked_again() {
     }
     assert_eq!(problems.len(), 2, "{problems:#?}");
 }
+
+/// Content files packed into one folder share its `verification.json`: a run keeps the records
+/// of what earlier runs packed and it leaves in place when the policies are the same, refuses
+/// (naming them, writing nothing) when another policy would have to vouch for them, drops the
+/// records of what it packs without a policy, and the file goes with its last record. A
+/// repository named as the file is refused.
+#[test]
+fn one_folder_keeps_each_runs_records_under_one_policy() {
+    use chartreg_core::content::{VERIFICATION_FILE, VerificationFile};
+    let Some(fixtures) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("assets");
+    let file = out.join(VERIFICATION_FILE);
+    // One content file per case, in its own folder, under `images` (None: no `verify:`).
+    let config = |case: &str, images: Option<&str>| {
+        let at = dir.path().join(case);
+        fs::create_dir_all(&at).unwrap();
+        let path = content_file(&at, fixtures, &[case], "require", images.unwrap_or(""));
+        if images.is_none() {
+            let text = fs::read_to_string(&path).unwrap();
+            fs::write(&path, &text[..text.find("verify:").unwrap()]).unwrap();
+        }
+        path
+    };
+    let recorded = || -> Vec<String> {
+        let record: VerificationFile = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+        assert!(record.charts.is_empty());
+        record
+            .images
+            .keys()
+            .map(|r| r.as_str().to_owned())
+            .collect()
+    };
+    let policy = full_policy();
+    let a = config("sig-valid", Some(&policy));
+    let b = config("bundle-key-valid", Some(&policy));
+    for config in [&a, &b] {
+        let done = pack_config(config, &out);
+        assert!(done.status.success(), "{}", text(&done.stderr));
+    }
+    assert_eq!(
+        recorded(),
+        [
+            "quay.io/example/bundle-key-valid",
+            "quay.io/example/sig-valid"
+        ]
+    );
+    // Each run's check agrees with the folder: neither run takes the other's records away.
+    let check = |config: &Path| {
+        pack(&[
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--check",
+        ])
+    };
+    for config in [&a, &b] {
+        let done = check(config);
+        assert!(done.status.success(), "{}", text(&done.stderr));
+    }
+
+    // Another policy (no root for key-signed bundles' log entries): refused, nothing written.
+    let other_policy = policy.replace("    trustedRoot: KEYS/trusted_root.json\n", "");
+    assert_ne!(other_policy, policy);
+    let c = config("bundle-keyless-valid", Some(&other_policy));
+    let before = fs::read(&file).unwrap();
+    let done = pack_config(&c, &out);
+    let stderr = text(&done.stderr);
+    assert!(!done.status.success(), "packed under another policy");
+    assert!(
+        stderr.contains(&format!(
+            "{}: quay.io/example/bundle-key-valid, quay.io/example/sig-valid verified against another policy",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(&file).unwrap(), before);
+    assert!(!out.join("quay.io/example/bundle-keyless-valid").exists());
+    // The same policy: its record joins the others.
+    let c = config("bundle-keyless-valid", Some(&policy));
+    let done = pack_config(&c, &out);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    assert_eq!(recorded().len(), 3);
+
+    // Without a policy a run's own records go (not verified now); the others stay.
+    for case in ["sig-valid", "bundle-keyless-valid"] {
+        let done = pack_config(&config(case, None), &out);
+        assert!(done.status.success(), "{}", text(&done.stderr));
+    }
+    assert_eq!(recorded(), ["quay.io/example/bundle-key-valid"]);
+    let done = check(&b);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let done = pack_config(&config("bundle-key-valid", None), &out);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    assert!(!file.exists(), "the last record went, and the file with it");
+
+    // A repository named as the file, with a policy or without.
+    let named = dir.path().join("named.yaml");
+    let a = config("sig-valid", Some(&policy));
+    let text_of = fs::read_to_string(&a).unwrap().replace(
+        "repository: quay.io/example/sig-valid",
+        &format!("repository: {VERIFICATION_FILE}"),
+    );
+    for text_of in [
+        text_of.clone(),
+        text_of[..text_of.find("verify:").unwrap()].to_owned(),
+    ] {
+        fs::write(&named, text_of).unwrap();
+        let done = pack_config(&named, &out);
+        let stderr = text(&done.stderr);
+        assert!(
+            !done.status.success(),
+            "packed a repository named {VERIFICATION_FILE}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "{}: a repository is named `{VERIFICATION_FILE}`",
+                file.display()
+            )),
+            "{stderr}"
+        );
+        assert!(!file.exists());
+    }
+}
