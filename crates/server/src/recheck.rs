@@ -6,10 +6,11 @@
 //! the version), or the image tag's manifest with its `.sig` tag and bundle referrers, read from
 //! the registry the binary serves. A record whose digest is not what the tag serves, a signer
 //! that differs from the record's, or an artifact the record says verified that no longer does,
-//! is a problem naming it.
+//! is a problem naming it. An index that keeps some platforms of upstream's is checked against
+//! upstream's index as the record holds it (its signatures are over that one).
 
 use chartreg_core::content::{
-    Evidence, HeldFile, Record, Registry, VERIFICATION_FILE, VerificationFile,
+    Evidence, HeldFile, Record, Registry, UpstreamIndex, VERIFICATION_FILE, VerificationFile,
 };
 use chartreg_core::oci::media_type::{HELM_CHART, HELM_PROVENANCE};
 use chartreg_core::oci::{Digest, Reference};
@@ -145,34 +146,60 @@ fn chart(
 }
 
 /// A repository the server serves, as the trust crate reads images: its tags, and every
-/// manifest that refers to a tagged one (signatures among them).
-struct Served<'a>(&'a chartreg_core::content::Repository);
+/// manifest that refers to a tagged one (signatures among them); for a tag whose index keeps
+/// some platforms of upstream's, that index as the record holds it, and the manifests that
+/// refer to it.
+struct Served<'a> {
+    repository: &'a chartreg_core::content::Repository,
+    upstream: Option<&'a UpstreamIndex>,
+}
 
 impl Store for Served<'_> {
     fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError> {
+        let repo = self.repository;
         let mut entries = Vec::new();
-        for tag in self.0.tags() {
-            if let Some(digest) = self.0.tag_digest(tag) {
+        for tag in repo.tags() {
+            if let Some(digest) = repo.tag_digest(tag) {
                 entries.push((Some(tag.to_owned()), digest.clone()));
-                for referrer in self.0.referrers(digest, None) {
+                for referrer in repo.referrers(digest, None) {
                     entries.push((None, referrer.digest.clone()));
                 }
+            }
+        }
+        if let Some(upstream) = self.upstream {
+            for referrer in repo.referrers(&upstream.digest, None) {
+                entries.push((None, referrer.digest.clone()));
             }
         }
         Ok(entries)
     }
 
     fn read(&self, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
-        if let Ok(m) = self.0.manifest(&Reference::Digest(digest.clone())) {
+        let repo = self.repository;
+        if let Some(upstream) = self.upstream.filter(|u| u.digest == *digest) {
+            let data = upstream.index.as_bytes();
+            if Digest::sha256_of(data) != *digest {
+                return Err(LayoutError::Unreadable {
+                    what: format!("{} {digest}", repo.name()),
+                    detail: format!("the recorded upstream index is not {digest}"),
+                });
+            }
+            return Ok(data.to_vec());
+        }
+        if let Ok(m) = repo.manifest(&Reference::Digest(digest.clone())) {
             return Ok(m.data.to_vec());
         }
-        self.0
-            .blob(digest)
+        repo.blob(digest)
             .map(|b| b.data.to_vec())
             .map_err(|e| LayoutError::Unreadable {
-                what: format!("{} {digest}", self.0.name()),
+                what: format!("{} {digest}", repo.name()),
                 detail: e.to_string(),
             })
+    }
+
+    /// The record's: `chartreg verify` checks one tag at a time.
+    fn upstream(&self, _tag: &str) -> Result<Option<Digest>, LayoutError> {
+        Ok(self.upstream.map(|u| u.digest.clone()))
     }
 }
 
@@ -191,7 +218,11 @@ fn image(
         .repositories()
         .find(|r| r.name() == repository)
         .ok_or("no such repository")?;
-    let checked = chartreg_trust::check_store(images, repository, &Served(repo), Some(tag))
+    let served = Served {
+        repository: repo,
+        upstream: recorded.upstream.as_ref(),
+    };
+    let checked = chartreg_trust::check_store(images, repository, &served, Some(tag))
         .map_err(|e| e.to_string())?;
     let one = checked
         .into_iter()

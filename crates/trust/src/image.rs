@@ -12,14 +12,22 @@
 //! signature of which verifies); unsigned when there is none (attestations do not count);
 //! otherwise it failed, for each signature's reason. A failure is refused or warned about when a
 //! `require` pattern names the repository; otherwise a signature that fails is a warning.
+//!
+//! An index `fetch --platform` cut down to some platforms has a digest nobody signed: its entry
+//! names the index upstream serves ([`UPSTREAM_DIGEST`]), whose bytes the store holds. Its
+//! signatures are those over upstream's index, and it verifies when they do and each of its
+//! manifests is one upstream's lists, as upstream lists it (so the signatures vouch for every
+//! platform kept).
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use chartreg_core::content::{Evidence, Form};
+use chartreg_core::content::{Evidence, Form, UpstreamIndex};
 use chartreg_core::oci::Digest;
-use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME, blob_path, tag_of};
+use chartreg_core::oci::layout::{
+    INDEX_FILE, ImageIndex, REF_NAME, UPSTREAM_DIGEST, blob_path, tag_of,
+};
 use serde::Deserialize;
 
 use crate::bundle;
@@ -69,6 +77,18 @@ pub enum SigReason {
     Malformed(String),
     #[error("{0}")]
     Invalid(String),
+    #[error(
+        "the index keeps platforms of upstream's {upstream}, which does not list {manifest} as it does"
+    )]
+    NotUpstreams {
+        upstream: Box<Digest>,
+        manifest: Box<Digest>,
+    },
+    #[error("the index or upstream's {upstream} is not an index: {detail}")]
+    NotIndex {
+        upstream: Box<Digest>,
+        detail: String,
+    },
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Several(Vec<SigReason>),
 }
@@ -79,6 +99,8 @@ pub struct ImageChecked {
     pub repository: String,
     pub tag: String,
     pub digest: Digest,
+    /// When the tag's index keeps some platforms of upstream's: that index.
+    pub upstream: Option<UpstreamIndex>,
     pub checked: Checked<Vec<Evidence>>,
 }
 
@@ -103,6 +125,9 @@ pub trait Store {
     fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError>;
     /// The bytes of the manifest or blob `digest`, checked against it.
     fn read(&self, digest: &Digest) -> Result<Vec<u8>, LayoutError>;
+    /// When the index tagged `tag` keeps some platforms of the index upstream serves: that
+    /// index's digest (its bytes are `read` by it).
+    fn upstream(&self, tag: &str) -> Result<Option<Digest>, LayoutError>;
 }
 
 /// An OCI image layout on disk: its `index.json` entries, its `blobs/`.
@@ -110,19 +135,24 @@ pub struct LayoutStore<'a> {
     pub dir: &'a Path,
 }
 
-impl Store for LayoutStore<'_> {
-    fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError> {
+impl LayoutStore<'_> {
+    fn index(&self) -> Result<ImageIndex, LayoutError> {
         let index_path = self.dir.join(INDEX_FILE);
         let data = fs::read(&index_path).map_err(|source| LayoutError::Read {
             path: index_path.clone(),
             source,
         })?;
-        let index: ImageIndex =
-            serde_json::from_slice(&data).map_err(|e| LayoutError::Invalid {
-                path: index_path.clone(),
-                detail: e.to_string(),
-            })?;
-        Ok(index
+        serde_json::from_slice(&data).map_err(|e| LayoutError::Invalid {
+            path: index_path.clone(),
+            detail: e.to_string(),
+        })
+    }
+}
+
+impl Store for LayoutStore<'_> {
+    fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError> {
+        Ok(self
+            .index()?
             .manifests
             .into_iter()
             .map(|d| {
@@ -135,6 +165,68 @@ impl Store for LayoutStore<'_> {
     fn read(&self, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
         blob(self.dir, digest)
     }
+
+    fn upstream(&self, tag: &str) -> Result<Option<Digest>, LayoutError> {
+        let index = self.index()?;
+        let Some(entry) = index.manifests.iter().find(|d| {
+            d.annotations
+                .get(REF_NAME)
+                .and_then(|r| tag_of(r))
+                .is_some_and(|t| t == tag)
+        }) else {
+            return Ok(None);
+        };
+        let Some(upstream) = entry.annotations.get(UPSTREAM_DIGEST) else {
+            return Ok(None);
+        };
+        upstream
+            .parse()
+            .map(Some)
+            .map_err(|e| LayoutError::Invalid {
+                path: self.dir.join(INDEX_FILE),
+                detail: format!("{tag}'s {UPSTREAM_DIGEST} `{upstream}`: {e}"),
+            })
+    }
+}
+
+/// Upstream's index digest, and the index when it stands for the one cut from it (else why not).
+type Upstream = (Digest, Result<UpstreamIndex, SigReason>);
+
+/// For the index tagged `tag` (`digest`) when it keeps some platforms of upstream's: that
+/// index's digest, and the index when each manifest of `digest` is one it lists, as it lists
+/// it (else why it cannot stand for it).
+fn upstream_of(
+    store: &dyn Store,
+    tag: &str,
+    digest: &Digest,
+) -> Result<Option<Upstream>, LayoutError> {
+    let Some(upstream) = store.upstream(tag)? else {
+        return Ok(None);
+    };
+    let listed = store.read(&upstream)?;
+    let cut = store.read(digest)?;
+    let index = cut_from(&upstream, listed, &cut);
+    Ok(Some((upstream, index)))
+}
+
+fn cut_from(upstream: &Digest, listed: Vec<u8>, cut: &[u8]) -> Result<UpstreamIndex, SigReason> {
+    let not_index = |detail: String| SigReason::NotIndex {
+        upstream: Box::new(upstream.clone()),
+        detail,
+    };
+    let cut: ImageIndex = serde_json::from_slice(cut).map_err(|e| not_index(e.to_string()))?;
+    let text = String::from_utf8(listed).map_err(|e| not_index(e.to_string()))?;
+    let listed: ImageIndex = serde_json::from_str(&text).map_err(|e| not_index(e.to_string()))?;
+    if let Some(m) = cut.manifests.iter().find(|m| !listed.manifests.contains(m)) {
+        return Err(SigReason::NotUpstreams {
+            upstream: Box::new(upstream.clone()),
+            manifest: Box::new(m.digest.clone()),
+        });
+    }
+    Ok(UpstreamIndex {
+        digest: upstream.clone(),
+        index: text,
+    })
 }
 
 #[derive(Deserialize)]
@@ -239,9 +331,13 @@ pub fn check_store(
         if is_cosign_tag(name) || tag.is_some_and(|t| t != name) {
             continue;
         }
+        let upstream = upstream_of(store, name, digest)?;
+        // The digest the signatures are over: upstream's, for an index cut from it.
+        let signed = upstream.as_ref().map_or(digest, |(u, _)| u).clone();
+        let signed = &signed;
         let mut signers = Vec::new();
         let mut failures = Vec::new();
-        let sig_tag = format!("sha256-{}.sig", digest.encoded());
+        let sig_tag = format!("sha256-{}.sig", signed.encoded());
         if let Some((_, sig)) = tagged.iter().find(|(t, _)| *t == sig_tag) {
             for layer in manifest(store, sig)?.layers {
                 if layer.media_type != SIMPLE_SIGNING {
@@ -250,7 +346,7 @@ pub fn check_store(
                 let payload = store.read(&layer.digest)?;
                 match cosign::check_simple_signing(
                     &policy.keys,
-                    digest,
+                    signed,
                     &payload,
                     layer
                         .annotations
@@ -270,19 +366,26 @@ pub fn check_store(
                 }
             }
         }
-        for referrer in bundles.get(digest).into_iter().flatten() {
+        for referrer in bundles.get(signed).into_iter().flatten() {
             for layer in manifest(store, referrer)?.layers {
                 if layer.media_type != BUNDLE_MEDIA_TYPE {
                     continue;
                 }
-                match bundle::check_bundle(policy, digest, &store.read(&layer.digest)?) {
+                match bundle::check_bundle(policy, signed, &store.read(&layer.digest)?) {
                     Ok(Some(signer)) => signers.push(signer),
                     Ok(None) => {}
                     Err(reason) => failures.push(reason),
                 }
             }
         }
-        let outcome = if !signers.is_empty() {
+        let (upstream, not_cut) = match upstream {
+            Some((_, Ok(index))) => (Some(index), None),
+            Some((_, Err(reason))) => (None, Some(reason)),
+            None => (None, None),
+        };
+        let outcome = if let Some(reason) = not_cut {
+            Err(reason)
+        } else if !signers.is_empty() {
             Ok(signers)
         } else if failures.is_empty() {
             Err(SigReason::Unsigned)
@@ -291,11 +394,16 @@ pub fn check_store(
         } else {
             Err(SigReason::Several(failures))
         };
-        let what = format!("image {repository}:{name} ({digest})");
+        let what = if signed == digest {
+            format!("image {repository}:{name} ({digest})")
+        } else {
+            format!("image {repository}:{name} ({digest}, platforms of upstream's {signed})")
+        };
         checked.push(ImageChecked {
             repository: repository.to_owned(),
             tag: name.clone(),
             digest: digest.clone(),
+            upstream,
             checked: decide(policy.rule(repository), policy.mode, &what, outcome),
         });
     }
@@ -345,5 +453,43 @@ mod tests {
     #[case("sha256-latest", false)]
     fn cosign_tags(#[case] tag: &str, #[case] cosign: bool) {
         assert_eq!(super::is_cosign_tag(tag), cosign);
+    }
+
+    const AMD64: &str = r#"{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","size":10,"platform":{"architecture":"amd64","os":"linux"}}"#;
+    const ARM64: &str = r#"{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb","size":10,"platform":{"architecture":"arm64","os":"linux"}}"#;
+
+    fn index(manifests: &[&str]) -> String {
+        format!(
+            r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{}]}}"#,
+            manifests.join(",")
+        )
+    }
+
+    /// An index cut from upstream's stands for it only when each of its manifests is one
+    /// upstream's lists, as upstream lists it.
+    #[rstest]
+    #[case::one_platform(index(&[AMD64]), Ok(()))]
+    #[case::every_platform(index(&[ARM64, AMD64]), Ok(()))]
+    #[case::relabelled(index(&[&AMD64.replace("amd64", "arm64")]), Err("does not list sha256:aaaa"))]
+    #[case::another_size(index(&[&AMD64.replace("\"size\":10", "\"size\":11")]), Err("does not list sha256:aaaa"))]
+    #[case::another_manifest(index(&[&AMD64.replace(&"a".repeat(64), &"c".repeat(64))]), Err("does not list sha256:cccc"))]
+    #[case::not_an_index("{".to_owned(), Err("is not an index"))]
+    fn cut_from_upstream(#[case] cut: String, #[case] expect: Result<(), &str>) {
+        let listed = index(&[AMD64, ARM64]);
+        let upstream = chartreg_core::oci::Digest::sha256_of(listed.as_bytes());
+        match (
+            super::cut_from(&upstream, listed.clone().into_bytes(), cut.as_bytes()),
+            expect,
+        ) {
+            (Ok(kept), Ok(())) => {
+                assert_eq!(kept.digest, upstream);
+                assert_eq!(kept.index, listed);
+            }
+            (Err(reason), Err(want)) => {
+                let said = reason.to_string();
+                assert!(said.contains(want), "`{want}` not in {said}");
+            }
+            (got, want) => panic!("{got:?}, expected {want:?}"),
+        }
     }
 }

@@ -18,8 +18,9 @@
 //! its platforms is a new one, with a digest nobody signed. So the index upstream serves is
 //! kept beside it (its bytes, not its other platforms), with its signatures (its
 //! `sha256-<hex>.sig` tag and its referrers), and the new index's entry in `index.json` names it
-//! ([`UPSTREAM_ANNOTATION`]). The policy checks the tag as upstream's index: the signatures
-//! over it vouch for the platforms kept, which are its own manifests, each taken by digest.
+//! ([`UPSTREAM_DIGEST`]). The policy checks the tag by upstream's index (`chartreg_trust`): the
+//! signatures over it vouch for the platforms kept, which are its own manifests, as it lists
+//! them; pack checks the same, and records upstream's index for `chartreg verify`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ use chartreg_core::content::Evidence;
 use chartreg_core::oci::gojson;
 use chartreg_core::oci::layout::{
     Annotations, Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION,
-    OCI_LAYOUT_FILE, OciLayout, Platform, REF_NAME,
+    OCI_LAYOUT_FILE, OciLayout, Platform, REF_NAME, UPSTREAM_DIGEST,
 };
 use chartreg_core::oci::{Digest, media_type};
 
@@ -36,10 +37,6 @@ use super::Problem;
 use super::oci::Registry;
 use super::transport::existing_sha256;
 use super::verify::Verifier;
-
-/// On a `--platform` index's entry in the layout's `index.json`: the digest of the index
-/// upstream serves, whose platforms it keeps some of (its bytes are in the layout).
-pub const UPSTREAM_ANNOTATION: &str = "io.chartreg.fetch.upstream-digest";
 
 /// What was taken for one tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,20 +247,17 @@ pub async fn copy_repository(
     };
     let mut entries: Vec<Descriptor> = Vec::new();
     let mut copied = BTreeMap::new();
-    // Tags whose index `--platform` cut down: the upstream index's descriptor.
-    let mut upstreams: BTreeMap<String, Descriptor> = BTreeMap::new();
     for tag in asked.tags {
         let at = |p: Problem| vec![(tag.clone(), p)];
         let taken = take_tag(&mut filling, tag, asked).await.map_err(at)?;
         entries.extend(taken.entries);
-        if let Some(upstream) = taken.upstream {
-            upstreams.insert(tag.clone(), upstream);
-        }
         copied.insert(tag.clone(), taken.copied);
     }
-    write_layout(&staging.path, entries.clone()).map_err(|p| vec![(all(), p)])?;
+    write_layout(&staging.path, entries).map_err(|p| vec![(all(), p)])?;
     if let Some(checking) = &asked.verify {
-        let signed = check(&staging.path, &entries, &upstreams, checking)
+        let signed = checking
+            .verifier
+            .layout(&checking.served, &staging.path, checking.locked.as_ref())
             .map_err(|p| vec![(all(), p)])??;
         for (tag, signers) in signed {
             if let Some(c) = copied.get_mut(&tag) {
@@ -275,12 +269,10 @@ pub async fn copy_repository(
     Ok(copied)
 }
 
-/// What one tag took: its entries in `index.json`, what the lock records, and the index
-/// upstream serves when `--platform` cut it down.
+/// What one tag took: its entries in `index.json`, and what the lock records.
 struct TakenTag {
     entries: Vec<Descriptor>,
     copied: Copied,
-    upstream: Option<Descriptor>,
 }
 
 /// Takes `tag` (and its referrers, if asked) into the layout being filled.
@@ -326,14 +318,11 @@ async fn take_tag(
             upstream = Some((
                 std::mem::replace(&mut data, cut),
                 std::mem::replace(&mut digest, cut_digest),
-                std::mem::replace(
-                    &mut kind,
-                    index
-                        .media_type
-                        .clone()
-                        .unwrap_or_else(|| media_type::OCI_INDEX.to_owned()),
-                ),
             ));
+            kind = index
+                .media_type
+                .clone()
+                .unwrap_or_else(|| media_type::OCI_INDEX.to_owned());
         }
     }
     if let Some(locked) = asked.pinned.get(tag)
@@ -360,14 +349,12 @@ async fn take_tag(
         .insert(REF_NAME.to_owned(), tag.to_owned());
     // The index upstream serves and signs: its bytes (and, below, its signatures) kept.
     let upstream = match upstream {
-        Some((up_data, up_digest, up_kind)) => {
+        Some((up_data, up_digest)) => {
             filling.store(&up_data, &up_digest)?;
             descriptor
                 .annotations
-                .insert(UPSTREAM_ANNOTATION.to_owned(), up_digest.clone());
-            let mut d = descriptor_of(&up_kind, &up_digest, up_data.len())?;
-            d.annotations.insert(REF_NAME.to_owned(), tag.to_owned());
-            Some(d)
+                .insert(UPSTREAM_DIGEST.to_owned(), up_digest.clone());
+            Some(up_digest)
         }
         None => None,
     };
@@ -376,9 +363,7 @@ async fn take_tag(
     if asked.with_referrers {
         // cosign's tag schema (for the digest upstream signed), then the referrers API for
         // everything taken so far.
-        let signed = upstream
-            .as_ref()
-            .map_or(digest.as_str(), |d| d.digest.as_str());
+        let signed = upstream.as_deref().unwrap_or(digest.as_str());
         let hex = signed.trim_start_matches("sha256:");
         for suffix in ["sig", "att", "sbom"] {
             let schema_tag = format!("sha256-{hex}.{suffix}");
@@ -405,43 +390,10 @@ async fn take_tag(
             digest,
             platforms,
             referrers,
-            upstream: upstream.as_ref().map(|d| d.digest.to_string()),
+            upstream,
             verified: Vec::new(),
         },
-        upstream,
     })
-}
-
-/// Checks the staged layout `dir` (whose `index.json` lists `entries`) against the policy.
-/// A tag whose index `--platform` cut down is checked as the index upstream serves
-/// (`upstreams`): `index.json` names that one while the check reads it, then `entries` again.
-fn check(
-    dir: &Path,
-    entries: &[Descriptor],
-    upstreams: &BTreeMap<String, Descriptor>,
-    checking: &Checking<'_>,
-) -> Result<super::verify::Tags, Problem> {
-    if !upstreams.is_empty() {
-        let as_upstream: Vec<Descriptor> = entries
-            .iter()
-            .map(|d| {
-                d.annotations
-                    .get(REF_NAME)
-                    .and_then(|tag| upstreams.get(tag))
-                    .filter(|_| d.annotations.contains_key(UPSTREAM_ANNOTATION))
-                    .unwrap_or(d)
-                    .clone()
-            })
-            .collect();
-        write_layout(dir, as_upstream)?;
-    }
-    let signed = checking
-        .verifier
-        .layout(&checking.served, dir, checking.locked.as_ref());
-    if !upstreams.is_empty() {
-        write_layout(dir, entries.to_vec())?;
-    }
-    signed
 }
 
 /// A layout being filled beside its place; removed unless swapped in.

@@ -12,7 +12,10 @@
 //!    checked against their digest here, blobs while they are copied (see `tree`).
 //! 3. Their referrers: untagged entries whose `subject` is taken content (signatures,
 //!    attestations, SBOMs in OCI 1.1 form, and theirs in turn), and, with `:TAG`, the cosign
-//!    tag-schema tags `sha256-<hex>.sig/.att/.sbom` of taken manifests.
+//!    tag-schema tags `sha256-<hex>.sig/.att/.sbom` of taken manifests. For an index that keeps
+//!    some platforms of the one upstream serves (`fetch --platform`, [`UPSTREAM_DIGEST`] on its
+//!    entry), those of upstream's index too: its signatures, which the verification reads
+//!    (upstream's index itself is not served: the platforms it lists and the index keeps are).
 //!
 //! The layout's `index.json` is written anew (the entries taken, tagged); blobs are copied from
 //! the input's files when the tree is written.
@@ -24,7 +27,7 @@ use std::str::FromStr;
 
 use chartreg_core::oci::layout::{
     Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE, OciLayout,
-    REF_NAME, blob_path, tag_of,
+    REF_NAME, UPSTREAM_DIGEST, blob_path, tag_of,
 };
 use chartreg_core::oci::media_type::{ManifestKind, manifest_kind};
 use chartreg_core::oci::{Digest, NameError, RepositoryName, Tag, TagError};
@@ -145,11 +148,22 @@ impl ImageLayout {
             blobs: BTreeSet::new(),
         };
         let mut tags = 0;
+        // Upstream's indexes the chosen ones keep platforms of: their signatures are kept.
+        let mut upstreams = BTreeSet::new();
         for (entry, tag) in &chosen {
             taking.manifest(&entry.descriptor, 0)?;
             taking.list(&entry.descriptor, Some(tag));
             tags += 1;
+            if let Some(upstream) = entry.descriptor.annotations.get(UPSTREAM_DIGEST) {
+                upstreams.insert(upstream.parse::<Digest>().map_err(|e| {
+                    at(&index_path)(Problem::Json(format!(
+                        "{tag}'s {UPSTREAM_DIGEST} `{upstream}`: {e}"
+                    )))
+                })?);
+            }
         }
+        let signed =
+            |taking: &Taking, d: &Digest| taking.manifests.contains(d) || upstreams.contains(d);
         // Referrers, and theirs, until no more are found.
         let mut subjects: BTreeMap<Digest, Vec<&Entry>> = BTreeMap::new();
         let mut schema_tags = Vec::new();
@@ -169,7 +183,7 @@ impl ImageLayout {
         loop {
             let found: Vec<&Entry> = subjects
                 .iter()
-                .filter(|(subject, _)| taking.manifests.contains(*subject))
+                .filter(|(subject, _)| signed(&taking, subject))
                 .flat_map(|(_, referrers)| referrers.iter().copied())
                 .filter(|e| !taking.manifests.contains(&e.descriptor.digest))
                 .collect();
@@ -187,6 +201,7 @@ impl ImageLayout {
                 taking
                     .manifests
                     .iter()
+                    .chain(&upstreams)
                     .any(|d| *tag == format!("{}-{}.{kind}", d.algorithm(), d.encoded()))
             });
             if names_taken && !taking.manifests.contains(&entry.descriptor.digest) {

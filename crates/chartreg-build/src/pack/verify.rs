@@ -80,9 +80,10 @@ pub fn inputs(
             .map_err(|e| at(&spec.dir)(Problem::Signatures(e)))?;
             for image in checked {
                 let what = format!("image {}:{}", image.repository, image.tag);
-                if let Some(record) =
+                if let Some(mut record) =
                     note(image.checked, &what, &image.digest, packed, &mut refused)
                 {
+                    record.upstream = image.upstream;
                     written
                         .images
                         .entry(spec.repository.clone())
@@ -120,6 +121,7 @@ fn note(
                 digest: digest.clone(),
                 verified: by,
                 warning: None,
+                upstream: None,
             })
         }
         Checked::NotSigned => None,
@@ -136,6 +138,7 @@ fn note(
                 digest: digest.clone(),
                 verified: Vec::new(),
                 warning: Some(line),
+                upstream: None,
             })
         }
     }

@@ -9,8 +9,10 @@
 //! lock, every other one refused naming the image, its digest, the rule and why, with the lock
 //! and the layout an earlier fetch wrote left as they were. Then `warn`; `--locked` checking
 //! again with the policy the lock records (and failing, naming the entry, once the signature is
-//! pushed again by another key); `--platform`, checked against the index upstream signed; and
-//! the signatures served byte for byte after pack (skopeo, oci-client).
+//! pushed again by another key); `--platform`, checked against the index upstream signed at
+//! fetch and at pack (a platform relabelled is refused), recorded with upstream's index and
+//! checked again by `chartreg verify`; and the signatures served byte for byte after pack
+//! (skopeo, oci-client).
 //!
 //! Charts: packages Helm 4 signed (`helm package --sign`, a key gpg makes here) from a classic
 //! repository, an http URL, a path and an OCI registry (`helm push`: a provenance layer), each
@@ -21,7 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use chartreg_build::lock::{Lock, LockedImage};
-use chartreg_core::content::{Evidence, Form};
+use chartreg_core::content::{Evidence, Form, VERIFICATION_FILE, VerificationFile};
 use chartreg_core::oci::layout::{ImageIndex, REF_NAME};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
@@ -396,6 +398,23 @@ fn every_signing_case_is_fetched_with_its_signers_or_refused_by_name() {
 /// `name`'s signatures, pulled from chartreg after fetch and pack, are the fixture's bytes:
 /// its `.sig` manifest and payload (skopeo, oci-client), and its bundle referrers' manifests
 /// and bundles (the referrers API, oci-client).
+/// The content a binary built from `out` embeds: its files and their facts.
+fn built(out: &Path) -> chartreg_core::content::Content {
+    use chartreg_core::content::{BuildFile, Description};
+    let files = common::files_in(out);
+    let at_build: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
+    let description = Description::of(&at_build);
+    assert!(
+        description.refusal().is_none(),
+        "{:?}",
+        description.refusal()
+    );
+    chartreg_core::content::Content {
+        facts: description.facts().expect("facts").into(),
+        files,
+    }
+}
+
 fn served_signatures_are_upstreams(
     server: &InProcess,
     skopeo: &Skopeo,
@@ -727,8 +746,11 @@ fn platforms_are_verified_against_the_index_upstream_signed() {
         .trim_start_matches("sha256:")
         .to_owned();
     assert!(!layout.join("blobs/sha256").join(arm64).exists());
-    // Packed (without the policy) and served: the cut index, as the lock pins it.
-    let server = work.serve("lock: chartreg.lock\n");
+    // Packed under the policy (pack checks the same) and served: the cut index, as the lock
+    // pins it, with upstream's signatures byte for byte; the record names upstream's index,
+    // and `chartreg verify` checks it again from what the binary would embed.
+    let policy = content(fixtures, &host, "require");
+    let server = work.serve(&policy);
     let out = skopeo.ok(&[
         "inspect",
         "--raw",
@@ -736,6 +758,77 @@ fn platforms_are_verified_against_the_index_upstream_signed() {
         &format!("docker://{}/{served}/example/index-valid:v1", server.host()),
     ]);
     assert_eq!(common::sha256(&out.stdout), image.digest);
+    served_signatures_are_upstreams(&server, &skopeo, fixtures, &served, "index-valid");
+    let assets = work.path("assets");
+    let record: VerificationFile =
+        serde_json::from_slice(&std::fs::read(assets.join(VERIFICATION_FILE)).expect("read"))
+            .expect("record");
+    let tagged = &record.images[&format!("{served}/example/index-valid")
+        .parse()
+        .expect("name")]["v1"];
+    assert_eq!(tagged.digest.to_string(), image.digest);
+    assert_eq!(tagged.verified, signers(index_case));
+    let upstream_index = tagged.upstream.as_ref().expect("upstream's index recorded");
+    assert_eq!(upstream_index.digest.to_string(), index_case.digest);
+    assert!(upstream_index.index.as_bytes() == blob(&dir, &index_case.digest));
+    let (problems, rechecked) = chartreg::inspect::verify_all(&built(&assets));
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(rechecked, Some(1));
+
+    // The cut index relabelled (amd64's manifest said to be arm64's, as upstream does not
+    // list it): refused at pack, naming both indexes and the manifest.
+    let mut cut: Value = serde_json::from_slice(&blob(&layout, &image.digest)).expect("cut");
+    cut["manifests"][0]["platform"]["architecture"] = "arm64".into();
+    let manifest = cut["manifests"][0]["digest"]
+        .as_str()
+        .expect("digest")
+        .to_owned();
+    let relabelled = serde_json::to_vec(&cut).expect("JSON");
+    let relabelled_digest = common::sha256(&relabelled);
+    std::fs::write(
+        layout
+            .join("blobs/sha256")
+            .join(relabelled_digest.trim_start_matches("sha256:")),
+        &relabelled,
+    )
+    .expect("write");
+    let index_path = layout.join("index.json");
+    let mut listed: Value =
+        serde_json::from_slice(&std::fs::read(&index_path).expect("read")).expect("index");
+    for entry in listed["manifests"].as_array_mut().expect("manifests") {
+        if entry["digest"] == image.digest.as_str() {
+            entry["digest"] = relabelled_digest.clone().into();
+            entry["size"] = relabelled.len().into();
+        }
+    }
+    std::fs::write(&index_path, serde_json::to_vec(&listed).expect("JSON")).expect("write");
+    // Packed as a layout (the lock pins the cut index, and would refuse it first).
+    let as_layout = work.write(
+        "tampered.yaml",
+        &policy.replace(
+            "lock: chartreg.lock\n",
+            &format!(
+                "layouts:\n  - from: {}\n    repository: {served}/example/index-valid\n",
+                layout.display()
+            ),
+        ),
+    );
+    let packed = common::output_of(
+        std::process::Command::new(env!("CARGO_BIN_EXE_chartreg-build"))
+            .args(["pack", "--config"])
+            .arg(&as_layout)
+            .arg("--out")
+            .arg(work.path("refused")),
+        "chartreg-build pack",
+    );
+    let e = String::from_utf8_lossy(&packed.stderr);
+    let want = format!(
+        "image {served}/example/index-valid:v1 ({relabelled_digest}, platforms of upstream's {up}): rule images.require \"{served}/example/*\": the index keeps platforms of upstream's {up}, which does not list {manifest} as it does",
+        up = index_case.digest
+    );
+    assert!(!packed.status.success(), "a relabelled platform was packed");
+    assert!(e.contains(&want), "no `{want}` in {e}");
+    assert!(!work.path("refused").exists());
 
     // Unsigned upstream: refused, naming the index upstream serves.
     let work = Work::new();
@@ -743,8 +836,8 @@ fn platforms_are_verified_against_the_index_upstream_signed() {
     work.write("content.yaml", &content(fixtures, &host, "require"));
     let e = work.fetch_fails(&args);
     let want = format!(
-        "image {host}/example/index-unsigned:v1: refused by content.yaml verify: image {served}/example/index-unsigned:v1 ({}): rule images.require \"{served}/example/*\": no signature",
-        index_case.digest
+        "image {host}/example/index-unsigned:v1: refused by content.yaml verify: image {served}/example/index-unsigned:v1 ({}, platforms of upstream's {}): rule images.require \"{served}/example/*\": no signature",
+        image.digest, index_case.digest
     );
     assert!(e.lines().any(|l| l == want), "no `{want}` in {e}");
     assert!(!work.path("chartreg.lock").exists());

@@ -65,7 +65,7 @@ pub use listing::Listing;
 pub use problem::{LoadError, Problem};
 pub use verification::{
     ChartsMaterial, Evidence, Form, ImagesMaterial, KeylessMaterial, PolicyRecord, Record,
-    VERIFICATION_FILE, VerificationFile,
+    UpstreamIndex, VERIFICATION_FILE, VerificationFile,
 };
 
 /// Why files do not make a registry ([`Registry::from_files`]).

@@ -107,6 +107,19 @@ pub struct Record {
     pub verified: Vec<Evidence>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// For an index cut down to some platforms (`fetch --platform`): the index upstream
+    /// serves, which the signatures are over and which lists every platform kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<UpstreamIndex>,
+}
+
+/// The index upstream serves, of which a served index keeps some platforms: its digest and
+/// its bytes (JSON, so kept as text), what `chartreg verify` checks the served one against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamIndex {
+    pub digest: Digest,
+    pub index: String,
 }
 
 /// Which signature form verified.
@@ -284,6 +297,7 @@ mod tests {
                             },
                         ],
                         warning: None,
+                        upstream: None,
                     },
                 )]),
             )]),
@@ -328,6 +342,7 @@ mod tests {
             digest: Digest::sha256_of(b"package"),
             verified,
             warning: warning.map(str::to_owned),
+            upstream: None,
         }
     }
 

@@ -14,6 +14,10 @@ use super::{Digest, media_type};
 
 /// The annotation that carries a tag in `index.json`.
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
+/// On a tagged index's entry in `index.json`: the digest of the index upstream serves, of
+/// which this one keeps some platforms (`chartreg-build fetch --platform`); the signatures
+/// upstream made are over that one, whose bytes the layout holds beside it.
+pub const UPSTREAM_DIGEST: &str = "io.chartreg.fetch.upstream-digest";
 /// The file that marks a folder as an OCI image layout.
 pub const OCI_LAYOUT_FILE: &str = "oci-layout";
 pub const INDEX_FILE: &str = "index.json";
