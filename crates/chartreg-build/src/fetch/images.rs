@@ -56,12 +56,19 @@ pub struct Asked<'a> {
     /// `--platform` (empty: every platform).
     pub platforms: &'a [String],
     pub with_referrers: bool,
-    /// With `--locked`: the digest each tag must resolve to. A tag resolving to another is
-    /// refused before the layout's `index.json` changes or a blob is removed, so that what an
+    /// With `--locked`: what the lock pins for each tag. A tag resolving to another digest, or
+    /// with other referrers, is refused before the layout takes its place, so that what an
     /// earlier fetch wrote stays as it was.
-    pub pinned: &'a BTreeMap<String, String>,
+    pub pinned: &'a BTreeMap<String, Pinned>,
     /// The policy to check the layout with before it takes its place (`fetch --config`).
     pub verify: Option<Checking<'a>>,
+}
+
+/// What the lock pins for a tag: its digest and its referrers' (signatures, SBOMs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pinned {
+    pub digest: String,
+    pub referrers: Vec<String>,
 }
 
 /// How a repository's layout is checked.
@@ -265,6 +272,25 @@ pub async fn copy_repository(
             }
         }
     }
+    // Locked, the signatures and SBOMs must be the lock's too.
+    let changed: Vec<(String, Problem)> = copied
+        .iter()
+        .filter_map(|(tag, c)| {
+            let locked = asked.pinned.get(tag)?;
+            (locked.referrers != c.referrers).then(|| {
+                (
+                    tag.clone(),
+                    Problem::ReferrersChanged {
+                        now: c.referrers.clone(),
+                        locked: locked.referrers.clone(),
+                    },
+                )
+            })
+        })
+        .collect();
+    if !changed.is_empty() {
+        return Err(changed);
+    }
     staging.swap_in(dir).map_err(|p| vec![(all(), p)])?;
     Ok(copied)
 }
@@ -326,10 +352,10 @@ async fn take_tag(
         }
     }
     if let Some(locked) = asked.pinned.get(tag)
-        && *locked != digest
+        && locked.digest != digest
     {
         return Err(Problem::Repushed {
-            locked: locked.clone(),
+            locked: locked.digest.clone(),
             now: digest,
         });
     }

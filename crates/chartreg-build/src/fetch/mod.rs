@@ -339,12 +339,16 @@ async fn fetch_images(
                             || lists::layout_dir(&options.images_out, &image),
                             |l| crate::lock::resolved(&options.lock, &l.layout),
                         );
-                    let pinned: BTreeMap<String, String> = tags
+                    let pinned: BTreeMap<String, images::Pinned> = tags
                         .iter()
                         .filter_map(|tag| {
                             let key = format!("{registry_host}/{repository}:{tag}");
                             let locked = locked_images?.get(&key)?;
-                            Some((tag.clone(), locked.digest.clone()))
+                            let pin = images::Pinned {
+                                digest: locked.digest.clone(),
+                                referrers: locked.referrers.clone(),
+                            };
+                            Some((tag.clone(), pin))
                         })
                         .collect();
                     let verify = options.verify.as_deref().map(|verifier| images::Checking {
@@ -375,16 +379,8 @@ async fn fetch_images(
                             .iter()
                             .map(|tag| {
                                 let key = key_of(tag);
-                                let locked = locked_images.and_then(|l| l.get(&key));
-                                let result = match (copied.get(tag), locked) {
-                                    // Locked, the signatures and SBOMs must be the lock's too.
-                                    (Some(c), Some(l)) if l.referrers != c.referrers => {
-                                        Err(Problem::ReferrersChanged {
-                                            now: c.referrers.clone(),
-                                            locked: l.referrers.clone(),
-                                        })
-                                    }
-                                    (Some(c), _) => Ok(LockedImage {
+                                let result = match copied.get(tag) {
+                                    Some(c) => Ok(LockedImage {
                                         digest: c.digest.clone(),
                                         platforms: c.platforms.clone(),
                                         referrers: c.referrers.clone(),
@@ -393,7 +389,7 @@ async fn fetch_images(
                                         upstream: c.upstream.clone(),
                                         verified: c.verified.clone(),
                                     }),
-                                    (None, _) => Err(Problem::NotFound),
+                                    None => Err(Problem::NotFound),
                                 };
                                 (key, result)
                             })

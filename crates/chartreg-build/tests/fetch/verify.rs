@@ -1086,3 +1086,61 @@ fn charts_helm_signed_are_fetched_with_their_prov_and_verified() {
     );
     assert!(!work.path("charts/hello-1.0.0.tgz").exists());
 }
+
+/// Without a policy, `--locked` still holds the signatures to the lock: upstream's `.sig`
+/// pushed again under the same tag makes the image's referrers differ from the lock's, and the
+/// fetch fails naming the entry and both lists, with the layout and the lock left as they were.
+#[test]
+fn locked_fetches_refuse_changed_signatures_and_keep_the_layout() {
+    let Some(fixtures) = fixtures() else { return };
+    let (Some(registry), Some(skopeo)) = (Distribution::start(), Skopeo::new()) else {
+        return;
+    };
+    let host = registry.host();
+    let served = served_host(&host);
+    let all = cases(fixtures);
+    push_case(
+        &skopeo,
+        &host,
+        &layout_of(fixtures, "sig-valid"),
+        "sig-valid",
+    );
+    let work = Work::new();
+    work.write("images.yaml", &images_file(&host, &["sig-valid"]));
+    work.fetch_ok(&["--images-file", "images.yaml"]);
+    let lock = work.lock();
+    let locked = locked_image(&read_lock(&work), &host, "sig-valid")
+        .referrers
+        .clone();
+    assert_eq!(locked.len(), 1, "the .sig manifest: {lock}");
+
+    let resigned = fixtures.join("resigned/sig-valid");
+    let sig_tag = format!(
+        "sha256-{}.sig",
+        case(&all, "sig-valid").digest.trim_start_matches("sha256:")
+    );
+    skopeo.ok(&[
+        "copy",
+        "--preserve-digests",
+        "--dest-tls-verify=false",
+        &format!("oci:{}:{sig_tag}", resigned.display()),
+        &format!("docker://{host}/example/sig-valid:{sig_tag}"),
+    ]);
+    let layout = work.path(&format!("images/{served}/example/sig-valid"));
+    let before = snapshot(&layout);
+    let e = work.fetch_fails(&["--locked", "--lock", "chartreg.lock"]);
+    let want = format!("image {host}/example/sig-valid:v1: its referrers are now sha256:",);
+    let line = e
+        .lines()
+        .find(|l| l.contains(&want))
+        .unwrap_or_else(|| panic!("no `{want}` in {e}"));
+    assert!(
+        line.ends_with(&format!("the lock pins {}", locked[0])),
+        "{line}"
+    );
+    assert!(
+        snapshot(&layout) == before,
+        "a refused --locked fetch changed the layout"
+    );
+    assert_eq!(work.lock(), lock);
+}
