@@ -13,27 +13,23 @@
 //! otherwise it failed, for each signature's reason. A failure is refused or warned about when a
 //! `require` pattern names the repository; otherwise a signature that fails is a warning.
 //!
-//! An index `fetch --platform` cut down to some platforms has a digest nobody signed: its entry
-//! names the index upstream serves ([`UPSTREAM_DIGEST`]), whose bytes the store holds. Its
-//! signatures are those over upstream's index, and it verifies when they do and each of its
-//! manifests is one upstream's lists, as upstream lists it (so the signatures vouch for every
-//! platform kept).
+//! An index `fetch --platform` cut down to some platforms is checked by the signatures over the
+//! index upstream serves, when it stands for it ([`crate::cut`]).
+//!
+//! The layout, or the server's content, is read through a [`Store`].
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chartreg_core::content::{Evidence, Form, UpstreamIndex};
 use chartreg_core::oci::Digest;
-use chartreg_core::oci::layout::{
-    INDEX_FILE, ImageIndex, REF_NAME, UPSTREAM_DIGEST, blob_path, tag_of,
-};
-use serde::Deserialize;
 
 use crate::bundle;
 use crate::cosign::{self, CERTIFICATE_ANNOTATION, SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
+use crate::cut::upstream_of;
 use crate::policy::{Checked, ImagePolicy};
 use crate::section::Mode;
+use crate::store::{LayoutError, LayoutStore, Store, manifest};
 
 /// The Sigstore bundle's media type: a referrer's artifact type and its layer's.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -102,177 +98,6 @@ pub struct ImageChecked {
     /// When the tag's index keeps some platforms of upstream's: that index.
     pub upstream: Option<UpstreamIndex>,
     pub checked: Checked<Vec<Evidence>>,
-}
-
-/// Why a layout's signatures cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum LayoutError {
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{} is not what the layout says: {detail}", path.display())]
-    Invalid { path: PathBuf, detail: String },
-    #[error("{what}: {detail}")]
-    Unreadable { what: String, detail: String },
-}
-
-/// Where a repository's manifests and blobs are read from: an OCI image layout on disk
-/// ([`LayoutStore`]), or the server's embedded content.
-pub trait Store {
-    /// Every manifest the repository lists, with its tag when it has one.
-    fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError>;
-    /// The bytes of the manifest or blob `digest`, checked against it.
-    fn read(&self, digest: &Digest) -> Result<Vec<u8>, LayoutError>;
-    /// When the index tagged `tag` keeps some platforms of the index upstream serves: that
-    /// index's digest (its bytes are `read` by it).
-    fn upstream(&self, tag: &str) -> Result<Option<Digest>, LayoutError>;
-}
-
-/// An OCI image layout on disk: its `index.json` entries, its `blobs/`.
-pub struct LayoutStore<'a> {
-    pub dir: &'a Path,
-}
-
-impl LayoutStore<'_> {
-    fn index(&self) -> Result<ImageIndex, LayoutError> {
-        let index_path = self.dir.join(INDEX_FILE);
-        let data = fs::read(&index_path).map_err(|source| LayoutError::Read {
-            path: index_path.clone(),
-            source,
-        })?;
-        serde_json::from_slice(&data).map_err(|e| LayoutError::Invalid {
-            path: index_path.clone(),
-            detail: e.to_string(),
-        })
-    }
-}
-
-impl Store for LayoutStore<'_> {
-    fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError> {
-        Ok(self
-            .index()?
-            .manifests
-            .into_iter()
-            .map(|d| {
-                let tag = d.annotations.get(REF_NAME).and_then(|r| tag_of(r));
-                (tag, d.digest)
-            })
-            .collect())
-    }
-
-    fn read(&self, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
-        blob(self.dir, digest)
-    }
-
-    fn upstream(&self, tag: &str) -> Result<Option<Digest>, LayoutError> {
-        let index = self.index()?;
-        let Some(entry) = index.manifests.iter().find(|d| {
-            d.annotations
-                .get(REF_NAME)
-                .and_then(|r| tag_of(r))
-                .is_some_and(|t| t == tag)
-        }) else {
-            return Ok(None);
-        };
-        let Some(upstream) = entry.annotations.get(UPSTREAM_DIGEST) else {
-            return Ok(None);
-        };
-        upstream
-            .parse()
-            .map(Some)
-            .map_err(|e| LayoutError::Invalid {
-                path: self.dir.join(INDEX_FILE),
-                detail: format!("{tag}'s {UPSTREAM_DIGEST} `{upstream}`: {e}"),
-            })
-    }
-}
-
-/// Upstream's index digest, and the index when it stands for the one cut from it (else why not).
-type Upstream = (Digest, Result<UpstreamIndex, SigReason>);
-
-/// For the index tagged `tag` (`digest`) when it keeps some platforms of upstream's: that
-/// index's digest, and the index when each manifest of `digest` is one it lists, as it lists
-/// it (else why it cannot stand for it).
-fn upstream_of(
-    store: &dyn Store,
-    tag: &str,
-    digest: &Digest,
-) -> Result<Option<Upstream>, LayoutError> {
-    let Some(upstream) = store.upstream(tag)? else {
-        return Ok(None);
-    };
-    let listed = store.read(&upstream)?;
-    let cut = store.read(digest)?;
-    let index = cut_from(&upstream, listed, &cut);
-    Ok(Some((upstream, index)))
-}
-
-fn cut_from(upstream: &Digest, listed: Vec<u8>, cut: &[u8]) -> Result<UpstreamIndex, SigReason> {
-    let not_index = |detail: String| SigReason::NotIndex {
-        upstream: Box::new(upstream.clone()),
-        detail,
-    };
-    let cut: ImageIndex = serde_json::from_slice(cut).map_err(|e| not_index(e.to_string()))?;
-    let text = String::from_utf8(listed).map_err(|e| not_index(e.to_string()))?;
-    let listed: ImageIndex = serde_json::from_str(&text).map_err(|e| not_index(e.to_string()))?;
-    if let Some(m) = cut.manifests.iter().find(|m| !listed.manifests.contains(m)) {
-        return Err(SigReason::NotUpstreams {
-            upstream: Box::new(upstream.clone()),
-            manifest: Box::new(m.digest.clone()),
-        });
-    }
-    Ok(UpstreamIndex {
-        digest: upstream.clone(),
-        index: text,
-    })
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Manifest {
-    #[serde(default)]
-    artifact_type: Option<String>,
-    #[serde(default)]
-    config: Option<Blob>,
-    #[serde(default)]
-    layers: Vec<Blob>,
-    #[serde(default)]
-    subject: Option<Blob>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Blob {
-    media_type: String,
-    digest: Digest,
-    #[serde(default)]
-    annotations: BTreeMap<String, String>,
-}
-
-/// Reads the blob `digest` of the layout `dir`, checked against its digest.
-fn blob(dir: &Path, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
-    let path = dir.join(blob_path(digest));
-    let data = fs::read(&path).map_err(|source| LayoutError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    if Digest::sha256_of(&data) != *digest {
-        return Err(LayoutError::Invalid {
-            path,
-            detail: format!("its content is not {digest}"),
-        });
-    }
-    Ok(data)
-}
-
-fn manifest(store: &dyn Store, digest: &Digest) -> Result<Manifest, LayoutError> {
-    let data = store.read(digest)?;
-    serde_json::from_slice(&data).map_err(|e| LayoutError::Unreadable {
-        what: format!("manifest {digest}"),
-        detail: format!("not a manifest: {e}"),
-    })
 }
 
 /// Whether `tag` is one of cosign's tags for the manifest `sha256-<hex>` (its signatures,
@@ -453,43 +278,5 @@ mod tests {
     #[case("sha256-latest", false)]
     fn cosign_tags(#[case] tag: &str, #[case] cosign: bool) {
         assert_eq!(super::is_cosign_tag(tag), cosign);
-    }
-
-    const AMD64: &str = r#"{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","size":10,"platform":{"architecture":"amd64","os":"linux"}}"#;
-    const ARM64: &str = r#"{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb","size":10,"platform":{"architecture":"arm64","os":"linux"}}"#;
-
-    fn index(manifests: &[&str]) -> String {
-        format!(
-            r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{}]}}"#,
-            manifests.join(",")
-        )
-    }
-
-    /// An index cut from upstream's stands for it only when each of its manifests is one
-    /// upstream's lists, as upstream lists it.
-    #[rstest]
-    #[case::one_platform(index(&[AMD64]), Ok(()))]
-    #[case::every_platform(index(&[ARM64, AMD64]), Ok(()))]
-    #[case::relabelled(index(&[&AMD64.replace("amd64", "arm64")]), Err("does not list sha256:aaaa"))]
-    #[case::another_size(index(&[&AMD64.replace("\"size\":10", "\"size\":11")]), Err("does not list sha256:aaaa"))]
-    #[case::another_manifest(index(&[&AMD64.replace(&"a".repeat(64), &"c".repeat(64))]), Err("does not list sha256:cccc"))]
-    #[case::not_an_index("{".to_owned(), Err("is not an index"))]
-    fn cut_from_upstream(#[case] cut: String, #[case] expect: Result<(), &str>) {
-        let listed = index(&[AMD64, ARM64]);
-        let upstream = chartreg_core::oci::Digest::sha256_of(listed.as_bytes());
-        match (
-            super::cut_from(&upstream, listed.clone().into_bytes(), cut.as_bytes()),
-            expect,
-        ) {
-            (Ok(kept), Ok(())) => {
-                assert_eq!(kept.digest, upstream);
-                assert_eq!(kept.index, listed);
-            }
-            (Err(reason), Err(want)) => {
-                let said = reason.to_string();
-                assert!(said.contains(want), "`{want}` not in {said}");
-            }
-            (got, want) => panic!("{got:?}, expected {want:?}"),
-        }
     }
 }

@@ -4,8 +4,10 @@
 //! - Charts: each chart's `.prov` is checked against the policy's keyring ([`prov`],
 //!   [`keyring`]) when pack reads it.
 //! - Images: each tagged image of a layout, by its cosign signatures: the legacy `.sig` tag
-//!   ([`cosign`]) and Sigstore bundle referrers ([`bundle`]), found in the layout ([`image`]),
-//!   checked with the policy's keys and keyless rules (sigstore-verify over ring: [`provider`]).
+//!   ([`cosign`]) and Sigstore bundle referrers ([`bundle`]), found in the layout or the
+//!   server's content ([`store`], [`image`]; an index cut to some platforms by upstream's:
+//!   [`cut`]), checked with the policy's keys and keyless rules (sigstore-verify over ring:
+//!   [`provider`]).
 //!
 //! An artifact whose name a `require` pattern ([`patterns`]) matches must verify, else pack
 //! refuses it (`mode: require`) or warns (`mode: warn`); one no pattern names is checked when it
@@ -30,6 +32,7 @@
 
 pub mod bundle;
 pub mod cosign;
+pub mod cut;
 pub mod image;
 pub mod keyring;
 pub mod patterns;
@@ -37,14 +40,14 @@ pub mod policy;
 pub mod prov;
 pub mod provider;
 pub mod section;
+pub mod store;
 
 pub use cosign::{CosignKey, KeyError};
-pub use image::{
-    ImageChecked, LayoutError, LayoutStore, SigReason, Store, check_layout, check_store,
-};
+pub use image::{ImageChecked, SigReason, check_layout, check_store};
 pub use keyring::{Keyring, KeyringError};
 pub use policy::{
     ChartPolicy, Checked, ImagePolicy, KeylessRule, Policy, PolicyError, check_chart,
 };
 pub use prov::{Reason, Signer};
 pub use section::{ChartsSection, ImagesSection, KeylessSection, Mode, VerifySection};
+pub use store::{LayoutError, LayoutStore, Store};
