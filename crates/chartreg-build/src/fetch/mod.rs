@@ -27,6 +27,7 @@ pub mod lists;
 mod oci;
 mod problem;
 mod progress;
+mod staging;
 mod transport;
 pub mod verify;
 mod versions;
