@@ -2,7 +2,8 @@
 //!
 //! - [`model`]: every repository and version, with chart metadata and what is attached, worked
 //!   out from the registry.
-//! - [`page`]: the HTML of `/` and `/ui/<repository>` (maud), cut where the request's host goes.
+//! - [`page`]: the HTML of `/` and `/ui/<repository>` (maud), cut where the request's host goes
+//!   ([`pieces`]).
 //! - [`classic`]: the classic Helm repository, `/<prefix>/index.yaml` and its packages.
 //!
 //! All of it is made once, on the first request that needs it ([`Lazy`]), never at start-up
@@ -13,6 +14,7 @@
 pub mod classic;
 pub mod model;
 pub mod page;
+pub mod pieces;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -22,7 +24,8 @@ use bytes::Bytes;
 use chartreg_core::content::{Registry, Unreadable};
 
 pub use classic::{Classic, ClassicFile};
-pub use page::{Origin, Pieces, STYLE};
+pub use page::STYLE;
+pub use pieces::{Origin, Pieces};
 
 /// One page, as HTML pieces and as JSON.
 #[derive(Debug, Clone)]
