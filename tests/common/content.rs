@@ -22,6 +22,24 @@ pub fn files_in(dir: &Path) -> Vec<HeldFile> {
         .collect()
 }
 
+/// The content a binary built from `dir` embeds: its files, and the facts the build works out
+/// of them (the content must be servable).
+pub fn embedded(dir: &Path) -> chartreg_core::content::Content {
+    use chartreg_core::content::{BuildFile, Description};
+    let files = files_in(dir);
+    let at_build: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
+    let description = Description::of(&at_build);
+    assert!(
+        description.refusal().is_none(),
+        "{:?}",
+        description.refusal()
+    );
+    chartreg_core::content::Content {
+        facts: description.facts().expect("facts").into(),
+        files,
+    }
+}
+
 /// The committed `assets/` as a registry: the same content the binary embeds.
 pub fn assets_registry() -> Registry {
     Registry::from_files(files_in(&root().join("assets"))).expect("assets/ is valid content")

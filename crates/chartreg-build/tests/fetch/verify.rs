@@ -398,23 +398,6 @@ fn every_signing_case_is_fetched_with_its_signers_or_refused_by_name() {
 /// `name`'s signatures, pulled from chartreg after fetch and pack, are the fixture's bytes:
 /// its `.sig` manifest and payload (skopeo, oci-client), and its bundle referrers' manifests
 /// and bundles (the referrers API, oci-client).
-/// The content a binary built from `out` embeds: its files and their facts.
-fn built(out: &Path) -> chartreg_core::content::Content {
-    use chartreg_core::content::{BuildFile, Description};
-    let files = common::files_in(out);
-    let at_build: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
-    let description = Description::of(&at_build);
-    assert!(
-        description.refusal().is_none(),
-        "{:?}",
-        description.refusal()
-    );
-    chartreg_core::content::Content {
-        facts: description.facts().expect("facts").into(),
-        files,
-    }
-}
-
 fn served_signatures_are_upstreams(
     server: &InProcess,
     skopeo: &Skopeo,
@@ -566,6 +549,22 @@ fn warn_fetches_and_says_why() {
     }
 }
 
+/// Upstream's `.sig` of sig-valid pushed again under the same tag, signed by another key.
+fn resign_sig_valid(skopeo: &Skopeo, fixtures: &Path, all: &[Case], host: &str) {
+    let resigned = fixtures.join("resigned/sig-valid");
+    let sig_tag = format!(
+        "sha256-{}.sig",
+        case(all, "sig-valid").digest.trim_start_matches("sha256:")
+    );
+    skopeo.ok(&[
+        "copy",
+        "--preserve-digests",
+        "--dest-tls-verify=false",
+        &format!("oci:{}:{sig_tag}", resigned.display()),
+        &format!("docker://{host}/example/sig-valid:{sig_tag}"),
+    ]);
+}
+
 #[test]
 fn locked_fetches_verify_again_and_name_a_signature_pushed_by_someone_else() {
     let Some(fixtures) = fixtures() else { return };
@@ -597,18 +596,7 @@ fn locked_fetches_verify_again_and_name_a_signature_pushed_by_someone_else() {
     assert_eq!(work.lock(), lock);
 
     // Upstream's `.sig` pushed again under the same tag, signed by another key.
-    let resigned = fixtures.join("resigned/sig-valid");
-    let sig_tag = format!(
-        "sha256-{}.sig",
-        case(&all, "sig-valid").digest.trim_start_matches("sha256:")
-    );
-    skopeo.ok(&[
-        "copy",
-        "--preserve-digests",
-        "--dest-tls-verify=false",
-        &format!("oci:{}:{sig_tag}", resigned.display()),
-        &format!("docker://{host}/example/sig-valid:{sig_tag}"),
-    ]);
+    resign_sig_valid(&skopeo, fixtures, &all, &host);
     let layout = work.path(&format!("images/{served}/example/sig-valid"));
     let before = snapshot(&layout);
     let key = match &signers(case(&all, "sig-valid"))[0] {
@@ -771,7 +759,7 @@ fn platforms_are_verified_against_the_index_upstream_signed() {
     let upstream_index = tagged.upstream.as_ref().expect("upstream's index recorded");
     assert_eq!(upstream_index.digest.to_string(), index_case.digest);
     assert!(upstream_index.index.as_bytes() == blob(&dir, &index_case.digest));
-    let (problems, rechecked) = chartreg::inspect::verify_all(&built(&assets));
+    let (problems, rechecked) = chartreg::inspect::verify_all(&common::embedded(&assets));
     assert!(problems.is_empty(), "{problems:#?}");
     assert_eq!(rechecked, Some(1));
 
@@ -1114,18 +1102,7 @@ fn locked_fetches_refuse_changed_signatures_and_keep_the_layout() {
         .clone();
     assert_eq!(locked.len(), 1, "the .sig manifest: {lock}");
 
-    let resigned = fixtures.join("resigned/sig-valid");
-    let sig_tag = format!(
-        "sha256-{}.sig",
-        case(&all, "sig-valid").digest.trim_start_matches("sha256:")
-    );
-    skopeo.ok(&[
-        "copy",
-        "--preserve-digests",
-        "--dest-tls-verify=false",
-        &format!("oci:{}:{sig_tag}", resigned.display()),
-        &format!("docker://{host}/example/sig-valid:{sig_tag}"),
-    ]);
+    resign_sig_valid(&skopeo, fixtures, &all, &host);
     let layout = work.path(&format!("images/{served}/example/sig-valid"));
     let before = snapshot(&layout);
     let e = work.fetch_fails(&["--locked", "--lock", "chartreg.lock"]);

@@ -346,23 +346,6 @@ fn unreadable_policies_name_the_file() {
     }
 }
 
-/// The content as a binary built from `out` embeds it: its files and their facts.
-fn built(out: &Path) -> chartreg_core::content::Content {
-    use chartreg_core::content::{BuildFile, Description};
-    let files = files_in(out);
-    let at_build: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
-    let description = Description::of(&at_build);
-    assert!(
-        description.refusal().is_none(),
-        "{:?}",
-        description.refusal()
-    );
-    chartreg_core::content::Content {
-        facts: description.facts().unwrap().into(),
-        files,
-    }
-}
-
 /// pack writes what verified, with the policy's material, beside the repositories; the server
 /// shows each tag's record and `chartreg verify` checks the signatures again from the embedded
 /// bytes; a record another key would have to satisfy is a problem naming the image.
@@ -437,7 +420,7 @@ fn the_record_is_embedded_and_checked_again() {
         "an unsigned image no rule names has no record"
     );
     // Served: each tag's record; verify: every signature checked again.
-    let content = built(&out);
+    let content = common::embedded(&out);
     let registry = Registry::from_files(content.files.clone()).unwrap();
     assert_eq!(
         registry
