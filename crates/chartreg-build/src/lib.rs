@@ -14,11 +14,14 @@
 //! - [`chart_images`] finds the images each chart needs (`chartreg-build images`), which
 //!   pack checks the content holds.
 //! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
+//! - [`bounded`] runs every program the tool starts (Helm, cargo, the built server) within
+//!   bounds of time, memory and output, with an environment it names.
 //! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
 //!
 //! Everything it shares with the server (OCI vocabulary, layout writing) comes from
 //! `chartreg-core`; the server's HTTP stack is not a dependency, so nothing here can reach it.
 
+pub mod bounded;
 pub mod chart_images;
 pub mod cli;
 pub mod compile;

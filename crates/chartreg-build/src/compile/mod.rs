@@ -13,9 +13,11 @@ pub mod command;
 pub mod kit;
 pub mod toolchain;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::bounded::{Bounded, BoundedError, Limits, Sink};
 
 pub use kit::Kit;
 pub use toolchain::{Target, ToolFailure, Toolchain};
@@ -72,6 +74,8 @@ pub enum Error {
         "no cache folder: give --cache DIR or set CHARTREG_CACHE (neither XDG_CACHE_HOME nor HOME is set)"
     )]
     NoCache,
+    #[error("compiling the server: {0}")]
+    CargoRun(BoundedError),
     #[error("compiling the server failed ({status}); cargo's messages are above (kit {kit})")]
     Cargo {
         status: std::process::ExitStatus,
@@ -129,6 +133,26 @@ pub fn cache_dir(given: Option<&Path>, kit: &Kit) -> Result<PathBuf, Error> {
     Ok(root.join(format!("build-{}", kit.id)))
 }
 
+/// The bounds of compiling the server: a cold release compile takes ~10 minutes on two cores
+/// and a few GiB; the bounds stop a compile that would take the machine (three quarters of
+/// its memory) or never end, not a slow one.
+fn compile_limits() -> Limits {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|l| {
+                let kb = l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?;
+                kb.trim().parse::<u64>().ok()
+            })
+        })
+        .map_or(16 << 30, |kb| kb * 1024);
+    Limits {
+        time: Duration::from_secs(3 * 60 * 60),
+        memory: total / 4 * 3,
+        output: 64 << 20,
+    }
+}
+
 /// Compiles the server with `request.assets` inside and writes it to `request.out`. Cargo's
 /// progress goes to stderr as cargo writes it.
 pub fn compile(request: &Request) -> Result<Report, Error> {
@@ -148,8 +172,7 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
         source,
     })?;
     let triple = request.target.triple();
-    let mut cargo = Command::new(&toolchain.cargo);
-    cargo
+    let mut cargo = Bounded::new(&toolchain.cargo, compile_limits())
         .args(["build", "--release", "--locked", "--offline"])
         .args([
             "-p",
@@ -160,29 +183,27 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
             triple,
         ])
         .current_dir(&kit.dir)
+        .env_from_parent_where(toolchain::passes_to_toolchain)
         .env("CHARTREG_ASSETS", &assets)
         .env("CARGO_TARGET_DIR", &target_dir)
         // The target's crates only (with --target, build scripts and proc macros are not).
         .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+crt-static")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("CARGO_BUILD_TARGET_DIR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit());
+        .stdout(Sink::Forward)
+        .stderr(Sink::Forward);
+    if std::io::stderr().is_terminal() && std::env::var_os("CARGO_TERM_COLOR").is_none() {
+        // Its stderr is a pipe to this process, which forwards it to a terminal.
+        cargo = cargo.env("CARGO_TERM_COLOR", "always");
+    }
     if toolchain.host != triple {
         let var = format!(
             "CARGO_TARGET_{}_LINKER",
             triple.to_uppercase().replace('-', "_")
         );
         if std::env::var_os(&var).is_none() {
-            cargo.env(var, request.target.c_compiler(&toolchain.host));
+            cargo = cargo.env(var, request.target.c_compiler(&toolchain.host));
         }
     }
-    let status = cargo.status().map_err(|source| Error::Io {
-        path: toolchain.cargo.clone(),
-        source,
-    })?;
+    let status = cargo.run().map_err(Error::CargoRun)?.status;
     if !status.success() {
         return Err(Error::Cargo {
             status,

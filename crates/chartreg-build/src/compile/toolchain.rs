@@ -7,9 +7,9 @@
 //! [`Target`] maps the image platforms the server is built for (`linux/amd64`, `linux/arm64`)
 //! to Rust target triples and to the C compiler that links for each.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use crate::bounded::{Bounded, BoundedError, Limits};
 
 use super::Error;
 
@@ -173,8 +173,8 @@ fn tool(var: &str, name: &str) -> PathBuf {
 /// Why a tool of the toolchain did not give what was asked of it.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolFailure {
-    #[error("{0}")]
-    Spawn(std::io::Error),
+    #[error(transparent)]
+    Run(BoundedError),
     #[error("{status}: {stderr}")]
     Status {
         status: std::process::ExitStatus,
@@ -186,12 +186,59 @@ pub enum ToolFailure {
     NoLibstd(PathBuf),
 }
 
+/// The bounds of asking a tool of the toolchain a question (`rustc -vV`, `cc --version`).
+const ASK_LIMITS: Limits = Limits {
+    time: std::time::Duration::from_secs(60),
+    memory: 1024 * 1024 * 1024,
+    output: 1024 * 1024,
+};
+
+/// Whether the toolchain (cargo, rustc, rustup's proxies, the C compiler cc-rs drives, a
+/// compiler cache) is given this process's variable `key`: where they are and how they are
+/// set up, nothing else. `CARGO_BUILD_TARGET*` and `RUSTFLAGS` are left out: the compile names
+/// its target, target folder and flags itself.
+pub(super) fn passes_to_toolchain(key: &str) -> bool {
+    const EXACT: [&str; 12] = [
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LC_ALL",
+        "TERM",
+        "NO_COLOR",
+        "TMPDIR",
+        "RUSTC_WRAPPER",
+        "SOURCE_DATE_EPOCH",
+        "RUSTC",
+    ];
+    const PREFIXES: [&str; 12] = [
+        "CARGO_",
+        "RUSTUP_",
+        "SCCACHE_",
+        "CC",
+        "CXX",
+        "AR",
+        "CFLAGS",
+        "CXXFLAGS",
+        "TARGET_",
+        "HOST_",
+        "CHARTREG_",
+        "XDG_CACHE_HOME",
+    ];
+    if key.starts_with("CARGO_BUILD_TARGET") {
+        return false;
+    }
+    EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
 /// What `program args` printed on stdout, or why it could not run.
 fn run(program: &Path, args: &[&str]) -> Result<String, ToolFailure> {
-    let out = Command::new(program)
-        .args(args.iter().map(OsString::from))
-        .output()
-        .map_err(ToolFailure::Spawn)?;
+    let out = Bounded::new(program, ASK_LIMITS)
+        .args(args)
+        .env_from_parent_where(passes_to_toolchain)
+        .run()
+        .map_err(ToolFailure::Run)?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         return Err(ToolFailure::Status {
@@ -218,6 +265,21 @@ mod tests {
         if let Some(t) = target {
             assert_eq!(Target::of_triple(t.triple()), Some(t));
         }
+    }
+
+    #[rstest]
+    #[case("PATH", true)]
+    #[case("RUSTUP_TOOLCHAIN", true)]
+    #[case("CARGO_HOME", true)]
+    #[case("CC_aarch64_unknown_linux_gnu", true)]
+    #[case("CARGO_BUILD_TARGET", false)]
+    #[case("CARGO_BUILD_TARGET_DIR", false)]
+    #[case("RUSTFLAGS", false)]
+    #[case("HELM_PLUGINS", false)]
+    #[case("KUBECONFIG", false)]
+    #[case("LD_PRELOAD", false)]
+    fn the_toolchain_is_given_only_its_own_variables(#[case] key: &str, #[case] passed: bool) {
+        assert_eq!(passes_to_toolchain(key), passed);
     }
 
     #[test]
