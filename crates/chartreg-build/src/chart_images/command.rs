@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde::Serialize;
 
-use super::{ChartInput, Closure, Found, Helm, ImageRef, Options, Way};
+use super::flags::RenderArgs;
+use super::{ChartInput, Closure, Found, ImageRef, Options, Way};
 use crate::content_file::ContentFile;
 use crate::pack::command::PackArgs;
 use crate::pack::{Input, read_inputs};
@@ -58,10 +59,8 @@ pub struct ImagesArgs {
     /// --images-file FILE` takes it).
     #[arg(long, value_name = "FILE")]
     pub images_file: Option<PathBuf>,
-    /// The Helm binary to render charts with [default: `helm` on the PATH; without one, images
-    /// are found statically].
-    #[arg(long, env = "CHARTREG_HELM")]
-    pub helm: Option<PathBuf>,
+    #[command(flatten)]
+    pub render: RenderArgs,
     /// Use only these ways of finding (repeatable).
     #[arg(long = "only", value_name = "render|annotations|values", value_parser = way_flag)]
     pub only: Vec<Way>,
@@ -98,7 +97,7 @@ pub fn chart_inputs(
         out: PathBuf::from("assets"),
         prefix: None,
         check: false,
-        helm: None,
+        render: RenderArgs::default(),
     };
     let mut request = pack.request()?;
     request.layouts.clear();
@@ -145,15 +144,18 @@ fn way_flag(s: &str) -> Result<Way, &'static str> {
     }
 }
 
-/// The options `helm` and `only` make; [`note`] says when no Helm renders.
-pub fn options(helm: Option<&Path>, only: &[Way]) -> Result<Options, super::Error> {
+/// The options `render` and `only` make; [`note`] says when no Helm renders.
+pub fn options(render: &RenderArgs, only: &[Way]) -> Result<Options, super::Error> {
     let ways: BTreeSet<Way> = if only.is_empty() {
         [Way::Render, Way::Annotation, Way::Values].into()
     } else {
         only.iter().copied().collect()
     };
-    let helm = Helm::find(helm, std::env::var_os("PATH"))?;
-    Ok(Options { helm, ways })
+    Ok(Options {
+        helm: render.helm()?,
+        ways,
+        static_fallback: render.static_fallback,
+    })
 }
 
 /// A note on stderr when `options` asks to render and there is no Helm to render with.
@@ -171,7 +173,7 @@ pub fn note(options: &Options) {
 pub fn run(args: &ImagesArgs) -> Result<(), Error> {
     let extra = by_chart(&args.values);
     let charts = chart_inputs(args.config.as_deref(), &args.inputs, &extra)?;
-    let options = options(args.helm.as_deref(), &args.only)?;
+    let options = options(&args.render, &args.only)?;
     note(&options);
     let closure = super::find(&charts, &options)?;
     for warning in &closure.warnings {

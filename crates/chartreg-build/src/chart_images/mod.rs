@@ -3,7 +3,9 @@
 //! For each chart ([`ChartInput`]: its package or folder, the package's bytes, and the values
 //! files the team names for it):
 //! 1. `render`: Helm renders it with its values and those files ([`helm`]), and every image in
-//!    the pod specs of the output is read ([`rendered`]);
+//!    the pod specs of the output is read ([`rendered`]); a chart Helm cannot render (it
+//!    refuses, or is stopped at a bound) is an error, unless the options accept the static
+//!    ways' finding for it instead (`--static-fallback`, a warning);
 //! 2. `annotation`: the images its `Chart.yaml` annotations list ([`annotations`]);
 //! 3. `values`: the images its values name, read statically ([`values`]).
 //!
@@ -16,6 +18,7 @@
 
 pub mod annotations;
 pub mod command;
+pub mod flags;
 pub mod helm;
 pub mod reference;
 pub mod rendered;
@@ -28,7 +31,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_yaml_ng::Value;
 
-pub use helm::{Helm, HelmError};
+pub use helm::{Helm, HelmError, RenderLimits};
 pub use reference::{ImageRef, ReferenceError};
 pub use tree::{ChartTree, TreeError};
 
@@ -49,6 +52,17 @@ pub enum Error {
     },
     #[error(transparent)]
     Helm(#[from] HelmError),
+    /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
+    #[error(
+        "{chart} ({}): Helm could not render it: {source}\n  (its images are not found statically \
+         instead unless asked: --static-fallback)",
+        path.display()
+    )]
+    Render {
+        chart: String,
+        path: PathBuf,
+        source: Box<HelmError>,
+    },
 }
 
 /// A way of finding images: the content model's, which names them in the list pack writes
@@ -73,6 +87,9 @@ pub struct Options {
     pub helm: Option<Helm>,
     /// The ways to use (all three unless told).
     pub ways: BTreeSet<Way>,
+    /// When Helm cannot render a chart, its images are found statically (with a warning)
+    /// instead of failing.
+    pub static_fallback: bool,
 }
 
 /// One place an image was found.
@@ -168,7 +185,7 @@ fn find_one(input: &ChartInput, options: &Options, closure: &mut Closure) -> Res
 
     let mut rendered = false;
     if let (Some(helm), true) = (&options.helm, options.ways.contains(&Way::Render)) {
-        match helm.template(&tree.name, &input.path, &input.values) {
+        match helm.template(&input.path, &input.values) {
             Ok(manifests) => {
                 rendered = true;
                 let (found, problems) = rendered::find(&manifests);
@@ -180,10 +197,19 @@ fn find_one(input: &ChartInput, options: &Options, closure: &mut Closure) -> Res
                     closure.warnings.push(format!("{chart}: {p}"));
                 }
             }
-            Err(HelmError::Template(message)) => closure.warnings.push(format!(
-                "{chart} ({}): Helm could not render it, so its images are found statically: {message}",
-                input.path.display()
-            )),
+            Err(e) if e.is_render_failure() && options.static_fallback => {
+                closure.warnings.push(format!(
+                    "{chart} ({}): Helm could not render it, so its images are found statically: {e}",
+                    input.path.display()
+                ));
+            }
+            Err(e) if e.is_render_failure() => {
+                return Err(Error::Render {
+                    chart,
+                    path: input.path.clone(),
+                    source: Box::new(e),
+                });
+            }
             Err(e) => return Err(e.into()),
         }
     }

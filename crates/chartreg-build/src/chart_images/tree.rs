@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml_ng::Value;
 
+use crate::pack::chart_name::{self, ChartNameError};
 use crate::pack::metadata::Metadata;
 use crate::pack::{ArchiveFile, Problem, archive_files, gunzip};
 
@@ -20,6 +21,12 @@ pub enum TreeError {
     Yaml { file: String, message: String },
     #[error("{0}: no Chart.yaml")]
     NoChartYaml(String),
+    #[error("{file}: invalid chart name {name:?}: it {reason}")]
+    Name {
+        file: String,
+        name: String,
+        reason: ChartNameError,
+    },
 }
 
 impl From<Problem> for TreeError {
@@ -65,6 +72,12 @@ impl ChartTree {
                 file: at("Chart.yaml"),
                 message: e.to_string(),
             })?;
+        // Subcharts' names are matched against rendered paths and shown in messages.
+        chart_name::check_helm(&metadata.name.0).map_err(|reason| TreeError::Name {
+            file: at("Chart.yaml"),
+            name: metadata.name.0.clone(),
+            reason,
+        })?;
         let values = match file("values.yaml") {
             Some(f) => match serde_yaml_ng::from_slice::<Value>(&f.data) {
                 Ok(Value::Null) => Value::Mapping(Default::default()),

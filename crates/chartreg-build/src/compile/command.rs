@@ -39,6 +39,10 @@ pub struct BuildArgs {
     /// The platform to build for (linux/amd64, linux/arm64) [default: this machine's].
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
+    /// How charts are rendered to find the images they need, when the content file has an
+    /// `images:` section.
+    #[command(flatten)]
+    pub render: crate::chart_images::flags::RenderArgs,
 }
 
 impl BuildArgs {
@@ -63,7 +67,7 @@ impl BuildArgs {
                 .unwrap_or_else(|| self.base().join("assets")),
             prefix: None,
             check: false,
-            helm: std::env::var_os("CHARTREG_HELM").map(PathBuf::from),
+            render: self.render.clone(),
         }
     }
 

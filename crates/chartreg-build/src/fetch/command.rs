@@ -99,10 +99,9 @@ pub struct FetchArgs {
         value_parser = crate::chart_images::command::chart_values
     )]
     pub values: Vec<(String, PathBuf)>,
-    /// The Helm binary that renders the charts for `--with-chart-images` [default: `helm` on
-    /// the PATH; without one, images are found statically].
-    #[arg(long, env = "CHARTREG_HELM")]
-    pub helm: Option<PathBuf>,
+    /// How the charts are rendered for `--with-chart-images`.
+    #[command(flatten)]
+    pub render: crate::chart_images::flags::RenderArgs,
     /// The content file (content.yaml) whose `verify:` policy what is fetched must pass
     /// before it takes its place; recorded in the lock [default: with `--locked`, or the lock
     /// alone, the one the lock records].
@@ -157,7 +156,7 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         lists
     };
     let chart_images = if with_chart_images {
-        let options = crate::chart_images::command::options(args.helm.as_deref(), &[])
+        let options = crate::chart_images::command::options(&args.render, &[])
             .map_err(|e| Error::ChartImages(Box::new(e)))?;
         crate::chart_images::command::note(&options);
         Some(super::WithChartImages { options, values })

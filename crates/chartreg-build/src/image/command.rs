@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use chartreg_core::oci::{Digest, Tag, TagError};
 use chartreg_core::tree::Outcome;
@@ -24,6 +23,7 @@ use clap::Args;
 
 use super::binary::{self, Binary, host_platform, parse_platform};
 use super::{BaseSpec, Error, ImageReport, ImageRequest};
+use crate::bounded::{Bounded, BoundedError, Limits};
 use crate::compile::{self, command::BuildArgs};
 
 /// chartreg's version: the first part of the default tag.
@@ -79,6 +79,10 @@ pub struct ImageArgs {
     /// A file to write the tag into (with a newline).
     #[arg(long, value_name = "FILE")]
     pub tag_file: Option<PathBuf>,
+    /// With --config: how charts are rendered to find the images they need, when the content
+    /// file has an `images:` section.
+    #[command(flatten)]
+    pub render: crate::chart_images::flags::RenderArgs,
 }
 
 /// Why `image` did not run.
@@ -101,11 +105,20 @@ pub enum RunError {
         "no binary is for this machine ({host}) to ask for its content digest (given: {given}): pass --content-digest sha256:..."
     )]
     NoHostBinary { host: String, given: String },
+    #[error("ls --content-digest: {source}: pass --content-digest sha256:...")]
+    ContentDigestRun {
+        #[source]
+        source: BoundedError,
+    },
     #[error(
-        "{} ls --content-digest failed ({reason}): pass --content-digest sha256:...",
+        "{} ls --content-digest failed ({status}): {stderr}: pass --content-digest sha256:...",
         path.display()
     )]
-    ContentDigestRun { path: PathBuf, reason: String },
+    ContentDigestStatus {
+        path: PathBuf,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
     #[error("{} ls --content-digest printed {printed:?}, not sha256:<64 hex digits>", path.display())]
     ContentDigestPrinted { path: PathBuf, printed: String },
     #[error("the default tag: {0}")]
@@ -206,6 +219,14 @@ pub fn created(value: Option<OsString>) -> Result<u64, RunError> {
         })
 }
 
+/// The bounds of asking the built binary for its content digest: it reads its embedded
+/// content's facts (a few MiB at most) and prints one line.
+const ASK_LIMITS: Limits = Limits {
+    time: std::time::Duration::from_secs(120),
+    memory: 1024 * 1024 * 1024,
+    output: 1024 * 1024,
+};
+
 /// What the binary for this machine prints for `ls --content-digest`.
 fn content_digest(binaries: &[Binary]) -> Result<Digest, RunError> {
     let host = host_platform();
@@ -224,17 +245,17 @@ fn content_digest(binaries: &[Binary]) -> Result<Digest, RunError> {
         });
     };
     binary::inspect(binary)?;
-    let failed = |reason: String| RunError::ContentDigestRun {
-        path: binary.path.clone(),
-        reason,
-    };
-    let output = Command::new(&binary.path)
+    let output = Bounded::new(&binary.path, ASK_LIMITS)
         .args(["ls", "--content-digest"])
-        .output()
-        .map_err(|e| failed(e.to_string()))?;
+        .run()
+        .map_err(|source| RunError::ContentDigestRun { source })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(failed(format!("{}: {}", output.status, stderr.trim())));
+        return Err(RunError::ContentDigestStatus {
+            path: binary.path.clone(),
+            status: output.status,
+            stderr: stderr.trim().to_owned(),
+        });
     }
     let printed = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     match printed.parse::<Digest>() {
@@ -290,6 +311,7 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
             kit: args.kit.clone(),
             cache: args.cache.clone(),
             platform: None,
+            render: args.render.clone(),
         };
         let platforms = match args.platforms.as_slice() {
             [] => vec![None],

@@ -194,9 +194,10 @@ fn validate(m: &Metadata) -> Result<Tag, Problem> {
     if name.is_empty() {
         return Err(Problem::MissingField("name"));
     }
-    if name.contains(['/', '\\']) || name == "." || name == ".." {
-        return Err(Problem::InvalidChartName(name.to_owned()));
-    }
+    super::chart_name::check(name).map_err(|reason| Problem::InvalidChartName {
+        name: name.to_owned(),
+        reason,
+    })?;
     let version = m.version.0.as_str();
     if version.is_empty() {
         return Err(Problem::MissingField("version"));

@@ -309,6 +309,11 @@ fn names(
     if name.is_empty() {
         return Err(Problem::MissingField("name"));
     }
+    // The name is a folder of the package (`<name>/`, `charts/<name>/`).
+    super::chart_name::check_helm(&name).map_err(|reason| Problem::InvalidChartName {
+        name: name.clone(),
+        reason,
+    })?;
     let mut listed = chart.dependencies.unwrap_or_default();
     if let Some(requirements) = requirements {
         listed.extend(

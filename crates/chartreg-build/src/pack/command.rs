@@ -54,11 +54,10 @@ pub struct PackArgs {
     /// repositories and the record) are not what packing gives.
     #[arg(long)]
     pub check: bool,
-    /// The Helm binary that renders charts to find the images they need, when the content file
-    /// has an `images:` section [default: `helm` on the PATH; without one, images are found
-    /// statically].
-    #[arg(long, env = "CHARTREG_HELM")]
-    pub helm: Option<PathBuf>,
+    /// How charts are rendered to find the images they need, when the content file has an
+    /// `images:` section.
+    #[command(flatten)]
+    pub render: crate::chart_images::flags::RenderArgs,
 }
 
 /// `--layout`'s value parser (clap shows the error after the value it refuses).
@@ -92,7 +91,7 @@ impl PackArgs {
                 verify = Some(crate::verify::Policy::of(path, section)?);
             }
             if let Some(i) = &file.images {
-                let options = crate::chart_images::command::options(self.helm.as_deref(), &[])
+                let options = crate::chart_images::command::options(&self.render, &[])
                     .map_err(|e| Error::Images(Box::new(e)))?;
                 images = Some(super::closure::ImagesCheck {
                     config: path.clone(),

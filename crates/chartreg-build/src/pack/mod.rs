@@ -27,6 +27,7 @@
 
 mod chart;
 mod chart_folder;
+pub mod chart_name;
 mod chart_package;
 pub mod closure;
 pub mod command;

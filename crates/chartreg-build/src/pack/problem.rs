@@ -88,8 +88,11 @@ pub enum Problem {
     Metadata(String),
     #[error("Chart.yaml has no `{0}`")]
     MissingField(&'static str),
-    #[error("invalid chart name `{0}`")]
-    InvalidChartName(String),
+    #[error("invalid chart name {name:?}: it {reason}")]
+    InvalidChartName {
+        name: String,
+        reason: super::chart_name::ChartNameError,
+    },
     #[error("chart version `{0}` is not a version Helm accepts: {1}")]
     Version(String, VersionError),
     #[error("chart version `{0}` cannot be an OCI tag: {1}")]

@@ -1,6 +1,7 @@
 //! Bad input: a values file that is not there (from the content file or `--values`), a chart
 //! that cannot be read, a folder without a chart, each exit 1 naming it; and a chart Helm
-//! cannot render, which is warned about and read statically.
+//! cannot render, which fails the run naming it, or with `--static-fallback` is warned about
+//! and read statically.
 
 use super::*;
 
@@ -54,8 +55,10 @@ fn a_folder_without_a_chart() {
     );
 }
 
-/// web requires a value nobody gave (`helm template` fails): a warning naming web and Helm's
-/// message; web's images are then found statically, and needed; platform is rendered.
+/// web requires a value nobody gave (`helm template` fails): the run fails naming web, its
+/// folder and Helm's message, and says how to accept the static finding; with
+/// `--static-fallback`, a warning naming web and Helm's message, web's images are then found
+/// statically, and needed; platform is rendered.
 #[test]
 fn a_chart_helm_cannot_render() {
     let Some(helm) = HelmFrom::flag("helm4") else {
@@ -67,7 +70,17 @@ fn a_chart_helm_cannot_render() {
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ include \"web.fullname\" . }}-license\n  labels:\n    {{- include \"web.labels\" . | nindent 4 }}\nstringData:\n  key: {{ required \"licenseKey is required: the site's licence key\" .Values.licenseKey | quote }}\n",
     );
     let config = work.content(true);
-    let (listed, stderr) = work.listed(&helm, &["--config", arg(&config)]);
+    let stderr = work.images_fails(&helm, &["--config", arg(&config), "--json"]);
+    assert!(
+        stderr.contains("web:1.0.0")
+            && stderr.contains("charts/web")
+            && stderr.contains("Helm could not render it")
+            && stderr.contains("licenseKey is required")
+            && stderr.contains("--static-fallback"),
+        "an error naming web, its folder, Helm's message and the flag: {stderr}"
+    );
+
+    let (listed, stderr) = work.listed(&helm, &["--config", arg(&config), "--static-fallback"]);
     assert!(
         stderr
             .lines()
