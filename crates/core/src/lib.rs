@@ -7,6 +7,7 @@
 //!   from a binary's files and the facts of them; the description the build makes of content
 //!   (every check) and writes down as those facts; the listings.
 //! - [`json`]: JSON strings quoted by functions that cannot fail.
+//! - [`shown`]: upstream text as a terminal or a page shows it, control characters escaped.
 //! - [`tree`]: files to write (documents in memory, blobs by reference to the file holding
 //!   them), reading a folder, and writing a tree into place without damaging what was there.
 //!
@@ -22,4 +23,5 @@
 pub mod content;
 pub mod json;
 pub mod oci;
+pub mod shown;
 pub mod tree;
