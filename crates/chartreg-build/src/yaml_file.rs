@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
+/// The most of a content file, list or lock read (mindthegap lists of thousands of entries are
+/// a few MiB).
+const LIMIT: u64 = 64 << 20;
+
 /// Why a YAML file could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -25,16 +29,17 @@ pub enum Error {
 
 /// The file at `path`, decoded.
 pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text =
+        chartreg_core::file::read_limited_to_string(path, LIMIT).map_err(|source| Error::Read {
+            path: path.to_owned(),
+            source,
+        })?;
     decode(path, &text)
 }
 
 /// The file at `path`, decoded; `None` when there is no such file.
 pub fn read_if_present<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Error> {
-    match std::fs::read_to_string(path) {
+    match chartreg_core::file::read_limited_to_string(path, LIMIT) {
         Ok(text) => decode(path, &text).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(Error::Read {

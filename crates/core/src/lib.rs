@@ -6,6 +6,7 @@
 //! - [`content`]: the immutable in-memory [`content::Registry`] of OCI image layouts, built
 //!   from a binary's files and the facts of them; the description the build makes of content
 //!   (every check) and writes down as those facts; the listings.
+//! - [`file`]: whole files that input names, read bounded (regular files only, at most a limit).
 //! - [`json`]: JSON strings quoted by functions that cannot fail.
 //! - [`shown`]: upstream text as a terminal or a page shows it, control characters escaped.
 //! - [`tree`]: files to write (documents in memory, blobs by reference to the file holding
@@ -21,6 +22,7 @@
 //! boundary, which costs the request path several per cent.
 
 pub mod content;
+pub mod file;
 pub mod json;
 pub mod oci;
 pub mod shown;

@@ -8,7 +8,6 @@
 //! cosign does not require it either), and keyless `.sig` signatures (certificate annotation):
 //! those are refused with a pointer to the bundle form, which carries what checking them needs.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use chartreg_core::oci::Digest;
@@ -17,6 +16,9 @@ use sigstore_verify::crypto::VerificationKey;
 use sigstore_verify::types::{DerPublicKey, SignatureBytes};
 
 use crate::image::SigReason;
+
+/// The most of a public key file read (a PEM key is well under a KiB).
+const KEY_LIMIT: u64 = 1 << 20;
 
 /// The simple-signing layer's media type.
 pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -52,10 +54,13 @@ pub enum KeyError {
 impl CosignKey {
     /// Reads the PEM public key at `path`.
     pub fn read(path: &Path) -> Result<CosignKey, KeyError> {
-        let text = fs::read_to_string(path).map_err(|source| KeyError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            chartreg_core::file::read_limited_to_string(path, KEY_LIMIT).map_err(|source| {
+                KeyError::Read {
+                    path: path.to_owned(),
+                    source,
+                }
+            })?;
         CosignKey::from_pem(path, &text)
     }
 

@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 
 use pgp::composed::{Deserializable, SignedPublicKey};
 
+/// The most of a keyring read (a team's keyring of a few keys is KiBs).
+const KEYRING_LIMIT: u64 = 16 << 20;
+
 /// Why a keyring could not be taken; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyringError {
@@ -37,9 +40,11 @@ pub struct Keyring {
 
 impl Keyring {
     pub fn read(path: &Path) -> Result<Keyring, KeyringError> {
-        let data = std::fs::read(path).map_err(|source| KeyringError::Read {
-            path: path.to_owned(),
-            source,
+        let data = chartreg_core::file::read_limited(path, KEYRING_LIMIT).map_err(|source| {
+            KeyringError::Read {
+                path: path.to_owned(),
+                source,
+            }
         })?;
         Keyring::from_bytes(path, data)
     }

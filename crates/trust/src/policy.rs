@@ -15,6 +15,9 @@ use crate::prov::{Reason, Signer};
 use crate::section::{Mode, VerifySection};
 use crate::{bundle, patterns, prov, provider};
 
+/// The most of a trusted root read (Sigstore's public one is ~10 KiB).
+const ROOT_LIMIT: u64 = 16 << 20;
+
 /// Why a policy cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
@@ -135,9 +138,11 @@ impl std::fmt::Debug for ImagePolicy {
 
 /// The trusted root file `path`: its JSON and a verifier over it.
 fn read_root(path: &Path) -> Result<(String, Arc<sigstore_verify::Verifier>), PolicyError> {
-    let json = std::fs::read_to_string(path).map_err(|e| PolicyError::Root {
-        path: path.to_owned(),
-        reason: e.to_string(),
+    let json = chartreg_core::file::read_limited_to_string(path, ROOT_LIMIT).map_err(|e| {
+        PolicyError::Root {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        }
     })?;
     let verifier = root_verifier(path, &json)?;
     Ok((json, verifier))

@@ -4,7 +4,6 @@
 //! server's embedded content (`chartreg verify`). `image` checks what a store holds.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use chartreg_core::oci::Digest;
@@ -12,6 +11,12 @@ use chartreg_core::oci::layout::{
     INDEX_FILE, ImageIndex, REF_NAME, UPSTREAM_DIGEST, blob_path, tag_of,
 };
 use serde::Deserialize;
+
+/// The most of a layout's `index.json` read (one entry per tag and referrer: ~300 bytes each).
+const INDEX_LIMIT: u64 = 64 << 20;
+/// The most of a manifest, signature payload or bundle read (registries refuse manifests past
+/// 4 MiB).
+const DOCUMENT_LIMIT: u64 = 4 << 20;
 
 /// Why a layout's signatures cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -47,10 +52,13 @@ pub struct LayoutStore<'a> {
 impl LayoutStore<'_> {
     fn index(&self) -> Result<ImageIndex, LayoutError> {
         let index_path = self.dir.join(INDEX_FILE);
-        let data = fs::read(&index_path).map_err(|source| LayoutError::Read {
-            path: index_path.clone(),
-            source,
-        })?;
+        let data =
+            chartreg_core::file::read_limited(&index_path, INDEX_LIMIT).map_err(|source| {
+                LayoutError::Read {
+                    path: index_path.clone(),
+                    source,
+                }
+            })?;
         serde_json::from_slice(&data).map_err(|e| LayoutError::Invalid {
             path: index_path.clone(),
             detail: e.to_string(),
@@ -126,9 +134,11 @@ pub(crate) struct Blob {
 /// Reads the blob `digest` of the layout `dir`, checked against its digest.
 fn blob(dir: &Path, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
     let path = dir.join(blob_path(digest));
-    let data = fs::read(&path).map_err(|source| LayoutError::Read {
-        path: path.clone(),
-        source,
+    let data = chartreg_core::file::read_limited(&path, DOCUMENT_LIMIT).map_err(|source| {
+        LayoutError::Read {
+            path: path.clone(),
+            source,
+        }
     })?;
     if Digest::sha256_of(&data) != *digest {
         return Err(LayoutError::Invalid {
