@@ -3,7 +3,8 @@
 //! binary, `chartreg-build`.)
 //!
 //! `main` parses arguments (every `serve` flag also reads a `CHARTREG_*` variable), sets up
-//! logging, and runs one command. Content reaches it as a function returning files, so only the binary
+//! logging, and runs one command. Its error, and `verify`'s problems, quote the content (names
+//! and paths an upstream chose): they are printed [`escaped`], as `ls` prints its listing. Content reaches it as a function returning files, so only the binary
 //! embeds anything and tests can run the same commands over other content.
 
 use std::ffi::OsString;
@@ -19,6 +20,7 @@ use crate::serve::{self, ServeOptions, StartupError};
 use crate::tls::TlsFiles;
 use crate::{addons, http, inspect, mirror_config};
 use chartreg_core::content::{Content, Registry};
+use chartreg_core::shown::escaped;
 
 /// A read-only OCI registry serving the Helm charts built into it.
 #[derive(Debug, Parser)]
@@ -242,7 +244,7 @@ pub fn main(
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("chartreg: {e}");
+            eprintln!("chartreg: {}", escaped(&e.to_string()));
             ExitCode::FAILURE
         }
     }
@@ -299,9 +301,7 @@ fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandErr
     let rows = inspect::rows(&registry)?;
     let mut out = std::io::stdout().lock();
     let written = if args.json {
-        serde_json::to_writer_pretty(&mut out, &rows)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
+        inspect::write_json(&mut out, &rows)
     } else {
         inspect::write_table(&mut out, &rows, registry.summary().bytes)
     };
@@ -387,7 +387,7 @@ fn verify(content: impl FnOnce() -> Content) -> Result<(), CommandError> {
         return Ok(());
     }
     for problem in &problems {
-        eprintln!("chartreg: {problem}");
+        eprintln!("chartreg: {}", escaped(problem));
     }
     Err(CommandError::Verify(problems.len()))
 }

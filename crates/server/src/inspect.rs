@@ -8,7 +8,10 @@
 //! `warned`: a failed signature let through by `mode: warn`, `not verified`; `-` for a
 //! referrer). With `--json`, a chart version's row carries the images it needs, each held or
 //! not, when the content lists them, and every tag's row what verified it at build (`null`:
-//! not verified), as its page shows them (`web::model`).
+//! not verified), as its page shows them (`web::model`). Names, tags and platforms come from
+//! upstream (content packed before names were checked, imported bundles): the table shows
+//! them [`escaped`] and the JSON with such characters in JSON's escapes ([`escaped_json`]), so
+//! neither sends a control or bidirectional formatting character to the terminal.
 //!
 //! `verify`: re-hashes every embedded file, describes the content in full with nothing trusted
 //! (no hash from the build, no facts), checks that the facts the binary was built with are
@@ -26,6 +29,7 @@ use chartreg_core::content::{
     BuildFile, Content, Description, HeldFile, Kind, Manifest, Registry, Repository, Unreadable,
 };
 use chartreg_core::oci::Digest;
+use chartreg_core::shown::{escaped, escaped_json};
 
 use crate::web::model::{ImageView, Signed, Verified, chart_parts, images, verified};
 
@@ -160,38 +164,63 @@ fn row<'a>(
     })
 }
 
-/// Writes the rows as a table, with the total of distinct bytes.
+/// Writes the rows as JSON (what `ls --json` prints), escaped as [`escaped_json`] escapes.
+pub fn write_json(out: &mut impl Write, rows: &[Listed<'_>]) -> io::Result<()> {
+    let json = serde_json::to_string_pretty(rows).map_err(io::Error::from)?;
+    writeln!(out, "{}", escaped_json(&json))
+}
+
+/// Writes the rows as a table, with the total of distinct bytes; each cell [`escaped`] before
+/// the columns are measured.
 pub fn write_table(out: &mut impl Write, rows: &[Listed<'_>], total: u64) -> io::Result<()> {
-    let kind = |r: &Listed| r.kind.as_str();
-    let platforms = |r: &Listed| {
-        if r.platforms.is_empty() {
-            "-".to_owned()
-        } else {
-            r.platforms.join(",")
-        }
+    let cells: Vec<[String; 4]> = rows
+        .iter()
+        .map(|r| {
+            let platforms = if r.platforms.is_empty() {
+                "-".to_owned()
+            } else {
+                r.platforms.join(",")
+            };
+            [
+                r.repository,
+                r.tag.unwrap_or("-"),
+                r.kind.as_str(),
+                platforms.as_str(),
+            ]
+            .map(|cell| escaped(cell).into_owned())
+        })
+        .collect();
+    let width = |column: usize, title: &str| {
+        cells
+            .iter()
+            .filter_map(|c| c.get(column))
+            .map(String::len)
+            .max()
+            .unwrap_or(0)
+            .max(title.len())
     };
-    let width = |f: &dyn Fn(&Listed) -> usize, title: &str| {
-        rows.iter().map(f).max().unwrap_or(0).max(title.len())
-    };
-    let wr = width(&|r| r.repository.len(), "REPOSITORY");
-    let wt = width(&|r| r.tag.map_or(1, str::len), "TAG");
-    let wk = width(&|r| kind(r).len(), "KIND");
-    let wp = width(&|r| platforms(r).len(), "PLATFORMS");
-    let ws = width(&|r| r.size.to_string().len(), "SIZE");
+    let (wr, wt, wk, wp) = (
+        width(0, "REPOSITORY"),
+        width(1, "TAG"),
+        width(2, "KIND"),
+        width(3, "PLATFORMS"),
+    );
+    let ws = rows
+        .iter()
+        .map(|r| r.size.to_string().len())
+        .max()
+        .unwrap_or(0)
+        .max("SIZE".len());
     writeln!(
         out,
         "{:wr$}  {:wt$}  {:wk$}  {:wp$}  {:71}  {:ws$}  VERIFIED",
         "REPOSITORY", "TAG", "KIND", "PLATFORMS", "DIGEST", "SIZE"
     )?;
-    for r in rows {
+    for (r, [repository, tag, kind, platforms]) in rows.iter().zip(&cells) {
         writeln!(
             out,
-            "{:wr$}  {:wt$}  {:wk$}  {:wp$}  {:71}  {:ws$}  {}",
-            r.repository,
-            r.tag.unwrap_or("-"),
-            kind(r),
-            platforms(r),
-            r.digest,
+            "{repository:wr$}  {tag:wt$}  {kind:wk$}  {platforms:wp$}  {:71}  {:ws$}  {}",
+            escaped(r.digest),
             r.size,
             verified_word(r)
         )?;
@@ -311,6 +340,61 @@ mod tests {
         #[case] expected: &str,
     ) {
         assert_eq!(content_digest(&files).as_str(), expected);
+    }
+
+    /// A row whose repository, tag, platform and image hold a screen clear, a bell, a CSI and a
+    /// right-to-left override (content packed before names were checked, or imported from a
+    /// bundle).
+    fn hostile_row() -> Listed<'static> {
+        Listed {
+            repository: "charts/ctl\u{1b}[2J",
+            tag: Some("1.0.0\u{7}"),
+            digest: "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            size: 7,
+            kind: Kind::Chart,
+            platforms: vec!["linux/amd64\u{202e}".to_owned()],
+            subject: None,
+            artifact_type: None,
+            images: Some(vec![ImageView {
+                image: "quay.io/x\u{9b}y:1".to_owned(),
+                repository: "quay.io/x".to_owned(),
+                held: true,
+                from: Vec::new(),
+            }]),
+            verified: Some(None),
+        }
+    }
+
+    fn hidden(c: char) -> bool {
+        (c.is_control() && c != '\n') || c == '\u{202e}'
+    }
+
+    #[test]
+    fn the_table_shows_control_characters_written_out_and_aligned() {
+        let mut out = Vec::new();
+        write_table(&mut out, &[hostile_row()], 7).unwrap();
+        let table = String::from_utf8(out).unwrap();
+        assert!(!table.contains(hidden), "{table:?}");
+        let lines: Vec<&str> = table.lines().collect();
+        let row = lines[1];
+        assert!(
+            row.starts_with("charts/ctl\\u{1b}[2J  1.0.0\\u{7}  chart  linux/amd64\\u{202e}  "),
+            "{row}"
+        );
+        assert_eq!(lines[0].find("TAG"), row.find("1.0.0"), "{table}");
+        assert_eq!(lines[0].find("DIGEST"), row.find("sha256:"), "{table}");
+    }
+
+    #[test]
+    fn the_json_keeps_the_values_with_no_raw_control_character() {
+        let mut out = Vec::new();
+        write_json(&mut out, &[hostile_row()]).unwrap();
+        let json = String::from_utf8(out).unwrap();
+        assert!(!json.contains(hidden), "{json:?}");
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back[0]["repository"], "charts/ctl\u{1b}[2J");
+        assert_eq!(back[0]["platforms"][0], "linux/amd64\u{202e}");
+        assert_eq!(back[0]["images"][0]["image"], "quay.io/x\u{9b}y:1");
     }
 
     #[rstest]

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use chartreg_core::shown::{escaped, escaped_json};
 use clap::Args;
 use serde::Serialize;
 
@@ -161,10 +162,10 @@ pub fn options(render: &RenderArgs, only: &[Way]) -> Result<Options, super::Erro
 /// A note on stderr when `options` asks to render and there is no Helm to render with.
 pub fn note(options: &Options) {
     if options.helm.is_none() && options.ways.contains(&Way::Render) {
-        eprintln!(
+        crate::cli::eprint_line(
             "chartreg-build: note: helm is not on the PATH: images are found statically (from \
              annotations and values), so a reference a template builds is missed, and images of \
-             parts the values leave disabled are counted; give --helm BIN to render"
+             parts the values leave disabled are counted; give --helm BIN to render",
         );
     }
 }
@@ -177,7 +178,7 @@ pub fn run(args: &ImagesArgs) -> Result<(), Error> {
     note(&options);
     let closure = super::find(&charts, &options)?;
     for warning in &closure.warnings {
-        eprintln!("chartreg-build: warning: {warning}");
+        crate::cli::warn(warning);
     }
     if args.json {
         println!("{}", json(&closure));
@@ -187,17 +188,16 @@ pub fn run(args: &ImagesArgs) -> Result<(), Error> {
     if let Some(path) = &args.images_file {
         let (text, left_out) = images_file(&closure);
         for image in left_out {
-            eprintln!(
-                "chartreg-build: warning: {image} is pinned by digest only, and fetch takes tags: \
-                 not in {}",
+            crate::cli::warn(format_args!(
+                "{image} is pinned by digest only, and fetch takes tags: not in {}",
                 path.display()
-            );
+            ));
         }
         std::fs::write(path, text).map_err(|source| Error::Write {
             path: path.clone(),
             source,
         })?;
-        eprintln!("chartreg-build: wrote {}", path.display());
+        crate::cli::eprint_line(format_args!("chartreg-build: wrote {}", path.display()));
     }
     Ok(())
 }
@@ -230,13 +230,17 @@ fn entries(closure: &Closure) -> Vec<Entry<'_>> {
         .collect()
 }
 
-/// The `--json` document.
+/// The `--json` document: control characters in its strings escaped as JSON escapes them
+/// (serde_json writes C0 so; [`escaped_json`] the rest), so it reads as the same values.
 pub fn json(closure: &Closure) -> String {
-    serde_json::to_string_pretty(&entries(closure))
-        .unwrap_or_else(|_| unreachable!("strings, lists and booleans serialise"))
+    let json = serde_json::to_string_pretty(&entries(closure))
+        .unwrap_or_else(|_| unreachable!("strings, lists and booleans serialise"));
+    escaped_json(&json).into_owned()
 }
 
-/// The table: image, needed, charts, ways; with `why`, one line per finding under each.
+/// The table: image, needed, charts, ways; with `why`, one line per finding under each. What
+/// it quotes of the charts (their names, templates, values paths) is [`escaped`] before the
+/// columns are measured.
 pub fn table(closure: &Closure, why: bool) -> String {
     let entries = entries(closure);
     let rows: Vec<[String; 4]> = entries
@@ -245,9 +249,9 @@ pub fn table(closure: &Closure, why: bool) -> String {
             let ways: BTreeSet<Way> = e.found.iter().map(|f| f.from).collect();
             let ways = ways.into_iter().map(Way::as_str);
             [
-                e.image.clone(),
+                escaped(&e.image).into_owned(),
                 if e.needed { "yes" } else { "no" }.to_owned(),
-                e.charts.iter().copied().collect::<Vec<_>>().join(", "),
+                escaped(&e.charts.iter().copied().collect::<Vec<_>>().join(", ")).into_owned(),
                 ways.collect::<Vec<_>>().join(", "),
             ]
         })
@@ -288,13 +292,8 @@ pub fn table(closure: &Closure, why: bool) -> String {
                 } else {
                     format!(" [values: {}]", f.values.join(", "))
                 };
-                let _ = writeln!(
-                    out,
-                    "    {}{sub} {}: {}{values}",
-                    f.chart,
-                    f.from.as_str(),
-                    f.at
-                );
+                let line = format!("    {}{sub} {}: {}{values}", f.chart, f.from.as_str(), f.at);
+                let _ = writeln!(out, "{}", escaped(&line));
             }
         }
     }
@@ -312,6 +311,11 @@ pub fn table(closure: &Closure, why: bool) -> String {
 
 /// The needed images in mindthegap's images format (registry -> `images` -> path -> tags), and
 /// those it cannot hold (pinned by digest only).
+///
+/// Every registry, path and tag is written double-quoted, as YAML strings: each is an
+/// [`ImageRef`]'s part, which its grammar holds to ASCII letters, digits and `.`, `_`, `-`, `/`,
+/// `:` (no quote, backslash, space or control character, so nothing needs escaping inside the
+/// quotes), and quoted, no path reads as another YAML value (`null`, `yes`, `1.5`).
 pub fn images_file(closure: &Closure) -> (String, Vec<String>) {
     let mut registries: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
     let mut left_out = Vec::new();
@@ -332,11 +336,79 @@ pub fn images_file(closure: &Closure) -> (String, Vec<String>) {
     let mut text =
         String::from("# The images the charts need, as `chartreg-build images` found them.\n");
     for (registry, images) in registries {
-        let _ = writeln!(text, "{registry}:\n  images:");
+        let _ = writeln!(text, "\"{registry}\":\n  images:");
         for (path, tags) in images {
             let tags: Vec<String> = tags.iter().map(|t| format!("\"{t}\"")).collect();
-            let _ = writeln!(text, "    {path}: [{}]", tags.join(", "));
+            let _ = writeln!(text, "    \"{path}\": [{}]", tags.join(", "));
         }
     }
     (text, left_out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn closure(images: &[&str]) -> Closure {
+        let found = |at: &str| Found {
+            chart: "web:1.0.0".to_owned(),
+            subchart: None,
+            from: Way::Render,
+            at: at.to_owned(),
+            values: Vec::new(),
+            needed: true,
+        };
+        Closure {
+            images: images
+                .iter()
+                .map(|i| (ImageRef::parse(i).unwrap(), vec![found("templates/a.yaml")]))
+                .collect(),
+            charts: [("web:1.0.0".to_owned(), true)].into(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Paths and tags YAML would otherwise read as null, a boolean or a number stay strings.
+    #[test]
+    fn the_images_file_quotes_every_name() {
+        let (text, left_out) = images_file(&closure(&[
+            "quay.io/null:on",
+            "quay.io/yes:1.5",
+            "10.0.0.1:5000/a/b:v1",
+        ]));
+        assert!(left_out.is_empty());
+        assert!(
+            text.contains("\"quay.io\":\n  images:\n    \"null\": [\"on\"]\n"),
+            "{text}"
+        );
+        let read: BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>> =
+            serde_yaml_ng::from_str(&text).unwrap();
+        let images = |registry: &str| read[registry]["images"].clone();
+        assert_eq!(images("quay.io")["null"], ["on"]);
+        assert_eq!(images("quay.io")["yes"], ["1.5"]);
+        assert_eq!(images("10.0.0.1:5000")["a/b"], ["v1"]);
+    }
+
+    /// What the table and `--why` quote of a chart is escaped; `--json` keeps the values, with
+    /// no raw control or bidirectional character in its text.
+    #[test]
+    fn the_table_and_json_show_control_characters_escaped() {
+        let mut closure = closure(&["quay.io/a/b:v1"]);
+        for found in closure.images.values_mut() {
+            found[0].at = "templates/\u{1b}[2J\u{202e}x.yaml".to_owned();
+        }
+        let table = table(&closure, true);
+        assert!(!table.contains(['\u{1b}', '\u{202e}']), "{table}");
+        assert!(
+            table.contains("templates/\\u{1b}[2J\\u{202e}x.yaml"),
+            "{table}"
+        );
+        let json = json(&closure);
+        assert!(!json.contains(['\u{1b}', '\u{202e}']), "{json}");
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            back[0]["found"][0]["at"],
+            "templates/\u{1b}[2J\u{202e}x.yaml"
+        );
+    }
 }

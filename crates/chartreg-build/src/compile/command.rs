@@ -134,7 +134,7 @@ pub fn binaries(
 /// Compiles what `request` asks for (the content already packed) and says what it wrote.
 fn compile(request: &Request) -> Result<(), super::Error> {
     let report = super::compile(request)?;
-    println!(
+    crate::cli::print_line(format_args!(
         "wrote {} (server for {}, kit {}, {}; {:.1} s, cache {})",
         report.out.display(),
         request.target.platform(),
@@ -142,6 +142,6 @@ fn compile(request: &Request) -> Result<(), super::Error> {
         report.toolchain.version,
         report.elapsed.as_secs_f64(),
         report.target_dir.display()
-    );
+    ));
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! `chartreg-build import-bundle`: the flags, and [`run`], which imports the bundles
-//! ([`super::import`]) and prints what it wrote.
+//! ([`super::import`]) and prints what it wrote (escaped: names and notes come from the
+//! bundles).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::{ImportError, Options};
+use crate::cli::print_line;
 
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
@@ -31,18 +33,18 @@ pub fn run(args: &ImportArgs) -> Result<(), ImportError> {
     };
     let report = super::import(&options)?;
     let tags: usize = report.repositories.values().sum();
-    println!(
+    print_line(format_args!(
         "imported {} repositories, {tags} tags into {} ({} written, {} unchanged)",
         report.repositories.len(),
         args.out.display(),
         report.written.len(),
         report.unchanged
-    );
+    ));
     for name in &report.written {
-        println!("  wrote {name}");
+        print_line(format_args!("  wrote {name}"));
     }
     for note in &report.notes {
-        println!("  note: {note}");
+        print_line(format_args!("  note: {note}"));
     }
     Ok(())
 }

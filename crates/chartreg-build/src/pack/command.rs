@@ -1,12 +1,14 @@
 //! `chartreg-build pack`: the flags, the [`Request`] they make (with the content file and the
 //! lock it names, if any), and [`run`], which packs (or, with `--check`, compares) and prints
-//! the result lines.
+//! the result lines (escaped, as every line the tool prints: names and signers come from
+//! upstream).
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use super::{LayoutSpec, LayoutSpecError, PackError, Report, Request};
+use crate::cli::print_line;
 use crate::content_file::{self, ContentFile};
 
 /// Why `pack` did not run: the content file, the lock it names, or packing itself.
@@ -149,11 +151,11 @@ pub fn run(args: &PackArgs) -> Result<(), Error> {
     if args.check {
         let report = super::check(&request)?;
         warn(&report);
-        println!(
+        print_line(format_args!(
             "up to date: {} ({})",
             request.out.display(),
             counts(&report)
-        );
+        ));
         return Ok(());
     }
     let report = super::pack(&request)?;
@@ -162,22 +164,26 @@ pub fn run(args: &PackArgs) -> Result<(), Error> {
         chartreg_core::tree::Outcome::Written => "wrote",
         chartreg_core::tree::Outcome::Unchanged => "unchanged:",
     };
-    println!("{what} {} ({})", request.out.display(), counts(&report));
+    print_line(format_args!(
+        "{what} {} ({})",
+        request.out.display(),
+        counts(&report)
+    ));
     for name in &report.written {
-        println!("  wrote {name}");
+        print_line(format_args!("  wrote {name}"));
     }
     for name in &report.removed {
-        println!("  removed {name}");
+        print_line(format_args!("  removed {name}"));
     }
     for line in &report.verified {
-        println!("  verified {line}");
+        print_line(format_args!("  verified {line}"));
     }
     Ok(())
 }
 
 fn warn(report: &Report) {
     for warning in &report.warnings {
-        eprintln!("chartreg-build: warning: {warning}");
+        crate::cli::warn(warning);
     }
 }
 

@@ -2,8 +2,9 @@
 //! into a folder of each test's own): which images each way finds (`render` with Helm 3 and
 //! Helm 4, the `annotation`s, the static `values` reading) and which each misses, what a values
 //! file enables, the subchart's image, a reference pinned by digest shared by two charts; the
-//! table, `--why` and the images file; bad input; and pack refusing (or warning about) content
-//! that does not hold the images its charts need.
+//! table, `--why` and the images file; bad input; Helm's message quoted with its control
+//! characters written out; and pack refusing (or warning about) content that does not hold the
+//! images its charts need.
 //!
 //! The charts, and what Helm renders from them (`helm template NAME CHART`):
 //! - `platform` 1.2.0 (appVersion 2.4.1): a Deployment whose controller image has an empty tag
@@ -22,6 +23,7 @@ mod closure;
 #[path = "../common/mod.rs"]
 mod common;
 mod errors;
+mod escapes;
 mod output;
 mod ways;
 

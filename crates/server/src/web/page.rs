@@ -1,9 +1,10 @@
 //! The HTML pages, rendered once with maud (compile-time checked templates; every text
 //! HTML-escaped) into [`Pieces`]: the page's bytes cut where what depends on the request goes
 //! (the host the browser used, its scheme, and whether chartreg itself served it over TLS), so
-//! a request only joins them. Chart metadata is untrusted input: it is shown as text, never
-//! as markup, and control characters are dropped from it first (they could never be shown,
-//! and they would be confused with the cut marks).
+//! a request only joins them. Chart metadata, names, tags and image references are untrusted
+//! input: each is shown as text, never as markup, with its control and bidirectional
+//! formatting characters written out first (`\u{1b}`, by [`clean`]): the reader sees they
+//! were there, they reorder nothing, and none is confused with the cut marks.
 //!
 //! The commands shown work as copied: over plain HTTP Helm's `oci://` commands take
 //! `--plain-http` and skopeo `--tls-verify=false`; over chartreg's own TLS, Helm takes
@@ -487,9 +488,65 @@ mod tests {
             "verified: key sha256:ab (.sig) at build<br>\
              verified: key AB12 (subkey CD34) (.prov) at build<br>\
              <span class=\"missing\">signature failed, warned at build: bundle: \
-             &lt;script&gt;identity mismatch</span>"
+             &lt;script&gt;identity\\u{1} mismatch</span>"
         );
         assert_eq!(verification(None).into_string(), "not verified");
+    }
+
+    /// A chart packed before names were checked (or imported from a bundle) whose name, version,
+    /// description and image hold a screen clear, a title change, a CSI and a right-to-left
+    /// override: both pages show each written out, and carry none of them.
+    #[test]
+    fn control_characters_in_a_chart_are_written_out() {
+        use crate::web::model::{ChartView, ImageView};
+        let chart = RepositoryView {
+            name: "charts/ctl\u{1b}[2J".into(),
+            upstream: None,
+            kind: Kind::Chart,
+            versions: vec![VersionView {
+                tag: "1.0.0\u{1b}]0;owned\u{7}".into(),
+                digest: format!("sha256:{:064}", 0),
+                size: 1,
+                kind: Kind::Chart,
+                platforms: Vec::new(),
+                chart: Some(ChartView {
+                    name: "ctl\u{1b}[2J".into(),
+                    version: "1.0.0\u{1b}]0;owned\u{7}".into(),
+                    description: Some("clears the \u{202e}screen".into()),
+                    ..ChartView::default()
+                }),
+                attached: Vec::new(),
+                images: Some(vec![ImageView {
+                    image: "quay.io/x\u{9b}y:1".into(),
+                    repository: "quay.io/x".into(),
+                    held: false,
+                    from: vec![Way::Values],
+                }]),
+                verified: None,
+            }],
+        };
+        let overview_page = join(
+            &overview(
+                &Overview {
+                    repositories: vec![chart.clone()],
+                },
+                &[],
+            ),
+            "h",
+            true,
+            false,
+        );
+        let page = join(&repository(&chart), "h", true, false);
+        for page in [&overview_page, &page] {
+            assert!(
+                !page.contains(|c: char| c.is_control() || c == '\u{202e}'),
+                "{page:?}"
+            );
+            assert!(page.contains("charts/ctl\\u{1b}[2J"), "{page}");
+            assert!(page.contains("1.0.0\\u{1b}]0;owned\\u{7}"), "{page}");
+        }
+        assert!(page.contains("clears the \\u{202e}screen"), "{page}");
+        assert!(page.contains("quay.io/x\\u{9b}y:1"), "{page}");
     }
 
     #[test]

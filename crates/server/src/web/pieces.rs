@@ -1,6 +1,6 @@
 //! A rendered page as the server keeps it ([`Pieces`]): its bytes cut where what depends on
 //! the request goes, marked in the rendered text by control characters no shown text carries
-//! ([`clean`] drops them from untrusted text first). A request only joins the pieces with what
+//! ([`clean`] writes them out of untrusted text first). A request only joins the pieces with what
 //! its [`Origin`] says: the host the browser used, its scheme, and whether chartreg itself
 //! served it over TLS (the flags Helm and skopeo then need, and where `ca.crt` comes from).
 
@@ -113,11 +113,12 @@ impl Pieces {
     }
 }
 
-/// Untrusted text without control characters (newlines and tabs kept).
+/// Untrusted text as a page shows it: every control character but newline and tab, and every
+/// bidirectional formatting character, written out as text (`\u{1b}`, by
+/// [`chartreg_core::shown::escaped`]), so the reader sees it was there, it reorders nothing,
+/// and no cut mark ([`MARK`]) is left in it.
 pub(super) fn clean(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-        .collect()
+    chartreg_core::shown::escaped(text).into_owned()
 }
 
 #[cfg(test)]
@@ -142,7 +143,7 @@ pub(super) mod tests {
         assert_eq!(
             join(&pieces, "h\u{1}ost", true, true),
             format!(
-                "ahostbhttpscd --ca-file ca.crte --cert-dir .f{}g",
+                "ah\\u{{1}}ostbhttpscd --ca-file ca.crte --cert-dir .f{}g",
                 *TLS_NOTE_HTML
             )
         );
