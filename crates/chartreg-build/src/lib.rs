@@ -14,6 +14,8 @@
 //! - [`chart_images`] finds the images each chart needs (`chartreg-build images`), which
 //!   pack checks the content holds.
 //! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
+//! - [`yaml`] reads upstream's YAML (Chart.yaml, values.yaml, a bundle's lists) within bounds
+//!   of size, nesting and expanded values.
 //! - [`bounded`] runs every program the tool starts (Helm, cargo, the built server) within
 //!   bounds of time, memory and output, with an environment it names.
 //! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
@@ -33,4 +35,5 @@ pub mod init;
 pub mod lock;
 pub mod pack;
 pub mod verify;
+pub mod yaml;
 pub mod yaml_file;

@@ -1,7 +1,7 @@
 //! Reading a YAML file a person wrote (the content file, the upstream lists, the lock): its
-//! text, then serde_yaml_ng into the type that says what the file may hold (unknown keys are
-//! refused where the type says so). Every failure names the file; the YAML ones also the line
-//! and column.
+//! text, checked against [`crate::yaml`]'s bounds on nesting and alias expansion, then
+//! serde_yaml_ng into the type that says what the file may hold (unknown keys are refused where
+//! the type says so). Every failure names the file; the YAML ones also the line and column.
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +24,12 @@ pub enum Error {
     Yaml {
         path: PathBuf,
         source: serde_yaml_ng::Error,
+    },
+    /// Nested or expanding past what any such file needs.
+    #[error("{}: {source}", path.display())]
+    Bounds {
+        path: PathBuf,
+        source: crate::yaml::YamlError,
     },
 }
 
@@ -50,6 +56,10 @@ pub fn read_if_present<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Er
 }
 
 fn decode<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, Error> {
+    crate::yaml::check(text.as_bytes()).map_err(|source| Error::Bounds {
+        path: path.to_owned(),
+        source,
+    })?;
     serde_yaml_ng::from_str(text).map_err(|source| Error::Yaml {
         path: path.to_owned(),
         source,

@@ -43,7 +43,8 @@ fn walk(
         };
         let at = format!("{dir}Chart.yaml {key}");
         let mut warn = |what: String| warnings.push(format!("{top}: {at}: {what}"));
-        let entries = match serde_yaml_ng::from_str::<Value>(text) {
+        let entries = match crate::yaml::value(text.as_bytes(), &mut crate::yaml::Budget::default())
+        {
             Ok(Value::Sequence(entries)) => entries,
             Ok(Value::Null) => continue,
             Ok(_) => {

@@ -44,8 +44,11 @@ const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralCo
 pub fn find(manifests: &str) -> (Vec<Rendered>, Vec<RenderedProblem>) {
     let mut found = Vec::new();
     let mut problems = Vec::new();
+    // What the chart's templates write is as hostile as the chart: its aliases expand within
+    // the bounds a chart's own YAML has, shared by all its documents.
+    let mut budget = crate::yaml::Budget::default();
     for (source, text) in documents(manifests) {
-        let doc: Value = match serde_yaml_ng::from_str(text) {
+        let doc: Value = match crate::yaml::value(text.as_bytes(), &mut budget) {
             Ok(doc) => doc,
             Err(e) => {
                 problems.push(RenderedProblem {

@@ -2,26 +2,37 @@
 //! annotations, dependencies' aliases), its `values.yaml`, and its subcharts, each read the same
 //! way, from folders under `charts/` or packages (`charts/*.tgz`) inside the package, as Helm's
 //! loader finds them.
+//!
+//! A package holds what its authors wrote, which may be hostile: its archive is walked with
+//! `pack`'s checks, the chart and its subcharts are read within one [`Unpacking`] budget
+//! (how deep they nest, how much their packages decompress to, how many values their YAML
+//! holds), and every YAML document is read within [`yaml`]'s bounds. Errors name the file
+//! inside the package, through the packages that hold it (`charts/db.tgz/values.yaml`),
+//! control characters escaped.
+
+pub mod unpacking;
 
 use std::collections::BTreeMap;
 
+use chartreg_core::shown::escaped;
 use serde_yaml_ng::Value;
 
 use crate::pack::chart_name::{self, ChartNameError};
 use crate::pack::metadata::Metadata;
-use crate::pack::{ArchiveFile, Problem, archive_files, gunzip};
+use crate::pack::{ArchiveFile, Problem, archive_files};
+pub use unpacking::Unpacking;
 
 /// Why a chart could not be read for its images.
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
     /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
-    #[error("{0}")]
-    Package(Box<Problem>),
-    #[error("{file}: {message}")]
+    #[error("{}", shown_at(at, problem))]
+    Package { at: String, problem: Box<Problem> },
+    #[error("{}: {message}", escaped(file))]
     Yaml { file: String, message: String },
-    #[error("{0}: no Chart.yaml")]
+    #[error("{}: no Chart.yaml", escaped(.0))]
     NoChartYaml(String),
-    #[error("{file}: invalid chart name {name:?}: it {reason}")]
+    #[error("{}: invalid chart name {name:?}: it {reason}", escaped(file))]
     Name {
         file: String,
         name: String,
@@ -29,9 +40,21 @@ pub enum TreeError {
     },
 }
 
+/// `problem`, after where in the package it is when that is not the package itself.
+fn shown_at(at: &str, problem: &Problem) -> String {
+    if at.is_empty() {
+        problem.to_string()
+    } else {
+        format!("{}: {problem}", escaped(at))
+    }
+}
+
 impl From<Problem> for TreeError {
     fn from(p: Problem) -> Self {
-        TreeError::Package(Box::new(p))
+        TreeError::Package {
+            at: String::new(),
+            problem: Box::new(p),
+        }
     }
 }
 
@@ -49,6 +72,14 @@ pub struct ChartTree {
     pub subcharts: Vec<(String, ChartTree)>,
 }
 
+/// The files of one package, by their path under its top folder, each with its place in the
+/// archive; and where the package is (`""` for the one read, `charts/db.tgz/` for one inside
+/// it, and so on).
+struct Package<'a> {
+    files: BTreeMap<&'a str, (usize, &'a ArchiveFile)>,
+    place: &'a str,
+}
+
 impl ChartTree {
     /// `NAME:VERSION`.
     pub fn id(&self) -> String {
@@ -57,21 +88,61 @@ impl ChartTree {
 
     /// Reads a chart package's bytes.
     pub fn read(package: &[u8]) -> Result<ChartTree, TreeError> {
-        let tar = gunzip(package)?;
-        let files = archive_files(&tar, |_| true)?;
-        ChartTree::of_files(&files, "")
+        ChartTree::unpack(package, "", 0, &mut Unpacking::default())
     }
 
-    /// The chart whose files are those under `dir` (`""`, or `charts/NAME/`).
-    fn of_files(files: &[ArchiveFile], dir: &str) -> Result<ChartTree, TreeError> {
-        let at = |name: &str| format!("{dir}{name}");
-        let file = |name: &str| files.iter().rev().find(|f| f.inner == at(name));
+    /// The chart packaged in `package`, at `place` (see [`Package`]), `depth` subcharts below
+    /// the one read.
+    fn unpack(
+        package: &[u8],
+        place: &str,
+        depth: usize,
+        unpacking: &mut Unpacking,
+    ) -> Result<ChartTree, TreeError> {
+        let in_package = |problem| TreeError::Package {
+            at: place.trim_end_matches('/').to_owned(),
+            problem: Box::new(problem),
+        };
+        let files = {
+            let tar = unpacking.gunzip(package).map_err(in_package)?;
+            archive_files(&tar, |_| true).map_err(in_package)?
+        };
+        let package = Package {
+            files: files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.inner.as_str(), (i, f)))
+                .collect(),
+            place,
+        };
+        ChartTree::of_files(&package, "", depth, unpacking)
+    }
+
+    /// The chart whose files are those of `package` under `dir` (`""`, or `charts/NAME/`).
+    fn of_files(
+        package: &Package,
+        dir: &str,
+        depth: usize,
+        unpacking: &mut Unpacking,
+    ) -> Result<ChartTree, TreeError> {
+        let place = package.place;
+        let at = |name: &str| format!("{place}{dir}{name}");
+        let file = |name: &str| {
+            package
+                .files
+                .get(format!("{dir}{name}").as_str())
+                .map(|(_, f)| *f)
+        };
         let chart_yaml = file("Chart.yaml").ok_or_else(|| TreeError::NoChartYaml(at("")))?;
-        let metadata: Metadata =
-            serde_yaml_ng::from_slice(&chart_yaml.data).map_err(|e| TreeError::Yaml {
-                file: at("Chart.yaml"),
-                message: e.to_string(),
-            })?;
+        let yaml_error = |name: &str, message: String| TreeError::Yaml {
+            file: at(name),
+            message,
+        };
+        let metadata: Metadata = unpacking
+            .yaml(&chart_yaml.data)
+            .map_err(|e| e.to_string())
+            .and_then(|v| serde_yaml_ng::from_value(v).map_err(|e| e.to_string()))
+            .map_err(|message| yaml_error("Chart.yaml", message))?;
         // Subcharts' names are matched against rendered paths and shown in messages.
         chart_name::check_helm(&metadata.name.0).map_err(|reason| TreeError::Name {
             file: at("Chart.yaml"),
@@ -79,15 +150,10 @@ impl ChartTree {
             reason,
         })?;
         let values = match file("values.yaml") {
-            Some(f) => match serde_yaml_ng::from_slice::<Value>(&f.data) {
+            Some(f) => match unpacking.yaml(&f.data) {
                 Ok(Value::Null) => Value::Mapping(Default::default()),
                 Ok(v) => v,
-                Err(e) => {
-                    return Err(TreeError::Yaml {
-                        file: at("values.yaml"),
-                        message: e.to_string(),
-                    });
-                }
+                Err(e) => return Err(yaml_error("values.yaml", e.to_string())),
             },
             None => Value::Mapping(Default::default()),
         };
@@ -98,34 +164,49 @@ impl ChartTree {
                 .find(|d| d.name.0 == name && !d.alias.0.is_empty())
                 .map_or_else(|| name.to_owned(), |d| d.alias.0.clone())
         };
-        let mut subcharts = Vec::new();
-        let charts_dir = at("charts/");
-        let mut folders: Vec<&str> = files
-            .iter()
-            .filter_map(|f| f.inner.strip_prefix(&charts_dir))
-            .filter_map(|rest| rest.strip_suffix("/Chart.yaml"))
-            .filter(|name| !name.contains('/') && !name.starts_with(['_', '.']))
-            .collect();
-        folders.sort_unstable();
-        folders.dedup();
-        for folder in folders {
-            let sub = ChartTree::of_files(files, &format!("{charts_dir}{folder}/"))?;
-            subcharts.push((key_of(&sub.name), sub));
-        }
-        for f in files {
-            let Some(name) = f.inner.strip_prefix(&charts_dir) else {
-                continue;
+        // What `charts/` holds: each chart's files are walked once here, whatever the number
+        // of its subcharts.
+        let charts_dir = format!("{dir}charts/");
+        let mut folders = Vec::new();
+        let mut packages = Vec::new();
+        for (path, (i, f)) in package.files.range(charts_dir.as_str()..) {
+            let Some(rest) = path.strip_prefix(&charts_dir) else {
+                break;
             };
-            if name.contains('/') || name.starts_with(['_', '.']) || !name.ends_with(".tgz") {
+            if rest.starts_with(['_', '.']) {
                 continue;
             }
-            let sub = ChartTree::read(&f.data).map_err(|e| match e {
-                TreeError::Package(p) => TreeError::Yaml {
-                    file: f.inner.clone(),
-                    message: p.to_string(),
-                },
-                other => other,
-            })?;
+            if let Some(name) = rest.strip_suffix("/Chart.yaml")
+                && !name.contains('/')
+            {
+                folders.push(name);
+            } else if !rest.contains('/') && rest.ends_with(".tgz") {
+                packages.push((*i, *f));
+            }
+        }
+        // Packages in archive order, as Helm's loader meets them.
+        packages.sort_unstable_by_key(|(i, _)| *i);
+        let nested = |name: &str| -> Result<(), TreeError> {
+            Unpacking::nest(depth + 1).map_err(|problem| TreeError::Package {
+                at: at(&format!("charts/{name}")),
+                problem: Box::new(problem),
+            })
+        };
+        let mut subcharts = Vec::new();
+        for folder in folders {
+            nested(folder)?;
+            let sub = ChartTree::of_files(
+                package,
+                &format!("{charts_dir}{folder}/"),
+                depth + 1,
+                unpacking,
+            )?;
+            subcharts.push((key_of(&sub.name), sub));
+        }
+        for (_, f) in packages {
+            nested(f.inner.trim_start_matches(charts_dir.as_str()))?;
+            let place = format!("{place}{}/", f.inner);
+            let sub = ChartTree::unpack(&f.data, &place, depth + 1, unpacking)?;
             subcharts.push((key_of(&sub.name), sub));
         }
         Ok(ChartTree {
@@ -164,57 +245,4 @@ impl ChartTree {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn package(entries: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut tar = tar::Builder::new(Vec::new());
-        for (path, data) in entries {
-            let mut header = tar::Header::new_gnu();
-            header.set_size(data.len() as u64);
-            header.set_mode(0o644);
-            header.set_entry_type(tar::EntryType::Regular);
-            tar.append_data(&mut header, path, *data).unwrap();
-        }
-        let tar = tar.into_inner().unwrap();
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        std::io::Write::write_all(&mut gz, &tar).unwrap();
-        gz.finish().unwrap()
-    }
-
-    #[test]
-    fn subcharts_are_read_from_folders_and_packages_by_their_values_key() {
-        let inner = package(&[
-            ("db/Chart.yaml", b"name: db\nversion: 2.0.0\n"),
-            ("db/values.yaml", b"image: postgres:16\n"),
-        ]);
-        let outer = package(&[
-            (
-                "app/Chart.yaml",
-                b"name: app\nversion: 1.0.0\nappVersion: \"3.1\"\ndependencies:\n  - {name: agent, version: 0.1.0, alias: probe}\n  - {name: db, version: 2.0.0}\n",
-            ),
-            ("app/values.yaml", b"image: {repository: app}\n"),
-            ("app/charts/agent/Chart.yaml", b"name: agent\nversion: 0.1.0\n"),
-            ("app/charts/agent/values.yaml", b"image: agent:1\n"),
-            ("app/charts/db-2.0.0.tgz", &inner),
-        ]);
-        let tree = ChartTree::read(&outer).unwrap();
-        assert_eq!(tree.id(), "app:1.0.0");
-        assert_eq!(tree.app_version, "3.1");
-        let keys: Vec<(&str, String)> = tree
-            .subcharts
-            .iter()
-            .map(|(k, c)| (k.as_str(), c.id()))
-            .collect();
-        assert_eq!(
-            keys,
-            [("probe", "agent:0.1.0".into()), ("db", "db:2.0.0".into())]
-        );
-        assert_eq!(
-            tree.subchart_of("app/charts/db/templates/x.yaml")
-                .map(ChartTree::id),
-            Some("db:2.0.0".into())
-        );
-        assert!(tree.subchart_of("app/templates/x.yaml").is_none());
-    }
-}
+mod tests;

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use chartreg_core::oci::Namespace;
 use serde::Deserialize;
 
+use crate::yaml::{self, YamlError};
+
 /// `images.yaml`: registry -> the image paths asked of it (mindthegap's images file; its other
 /// keys, `tlsVerify` and `credentials`, are not needed here).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -34,9 +36,11 @@ pub enum Naming {
 }
 
 impl Listed {
-    /// `images.yaml`'s bytes, read.
-    pub fn parse(data: &[u8]) -> Result<Listed, serde_yaml_ng::Error> {
-        serde_yaml_ng::from_slice(data)
+    /// `images.yaml`'s bytes, read within the bounds of upstream YAML (`tree::yaml`: a bundle
+    /// is upstream's too).
+    pub fn parse(data: &[u8]) -> Result<Listed, YamlError> {
+        let value = yaml::value(data, &mut yaml::Budget::default())?;
+        Ok(serde_yaml_ng::from_value(value)?)
     }
 
     /// The name the repository stored at `path` is served as.
@@ -104,5 +108,20 @@ ghcr.io:
     fn an_unreadable_list_is_an_error() {
         assert!(Listed::parse(b"quay.io: [not, a, map]").is_err());
         assert_eq!(Listed::parse(b"{}").unwrap().naming("x"), Naming::Unlisted);
+    }
+
+    #[rstest]
+    #[case::deep(format!("quay.io: {}{}", "[".repeat(100_000), "]".repeat(100_000)), "256 deep")]
+    #[case::alias_bomb(
+        (1..10).fold("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n".to_owned(), |text, i| {
+            let p = i - 1;
+            format!("{text}a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n")
+        }),
+        "alias bomb"
+    )]
+    fn yaml_bombs_are_refused(#[case] text: String, #[case] words: &str) {
+        // Refused in milliseconds (libyaml alone scanned the deep one for 16 s).
+        let e = Listed::parse(text.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains(words), "{e}");
     }
 }

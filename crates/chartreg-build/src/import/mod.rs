@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use chartreg_core::oci::layout::REF_NAME;
 use chartreg_core::oci::{Digest, RepositoryName, Tag, TagError};
+use chartreg_core::shown::escaped;
 use chartreg_core::tree::{self, Outcome};
 
 use crate::pack::imported::{self, Imported};
@@ -46,7 +47,7 @@ pub enum ImportError {
         bundle: PathBuf,
         why: storage::BundleProblem,
     },
-    #[error("{}: entry `{entry}` {why}", bundle.display())]
+    #[error("{}: entry `{}` {why}", bundle.display(), escaped(entry))]
     Entry {
         bundle: PathBuf,
         entry: String,
@@ -299,8 +300,8 @@ fn merge(
                         source,
                     })
                 })?;
-                // A revision that is not JSON is no manifest, so no referrer: it stays behind
-                // with the other untagged revisions.
+                // A revision that is not JSON, or larger than a manifest may be, is no
+                // manifest, so no referrer: it stays behind with the other untagged revisions.
                 let subject = data
                     .and_then(|data| serde_json::from_slice::<serde_json::Value>(&data).ok())
                     .is_some_and(|v| v.get("subject").is_some());

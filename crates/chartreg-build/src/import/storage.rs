@@ -10,6 +10,11 @@
 //! `images.yaml` (what the bundle was asked for) are accepted and not needed either. Any other
 //! file is an error naming it, since a bundle holding something this reader does not know may
 //! hold content it would drop.
+//!
+//! A bundle is upstream's, so: an entry's name must be a plain relative path (no `..`, not
+//! absolute), and its kind a file or a folder (links, devices, FIFOs and sparse files are
+//! refused by name); blobs are streamed, never held; link files are read to 1 KiB, and
+//! `images.yaml` to 5 MiB, as upstream YAML (`chart_images::tree::yaml`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -21,12 +26,14 @@ use chartreg_core::tree::{BlobFile, Side, copy_hashing};
 
 use super::ImportError;
 use super::listed::{Listed, Naming};
+use crate::pack::imported::MAX_MANIFEST;
+use crate::yaml::{self, YamlError};
 
 const ROOT: &str = "docker/registry/v2/";
 /// A link file is `sha256:` and 64 hex digits; anything much longer is not one.
 const MAX_LINK: u64 = 1024;
-/// The most of `images.yaml` read (a list of image names: far less).
-const MAX_LIST: u64 = 16 << 20;
+/// The most of `images.yaml` read: upstream YAML's bound (a list of image names: far less).
+const MAX_LIST: u64 = yaml::MAX_BYTES;
 
 /// Why a bundle as a whole could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +82,9 @@ pub enum EntryProblem {
     #[error("{0}")]
     Read(io::Error),
     #[error("is not mindthegap's images file: {0}")]
-    List(serde_yaml_ng::Error),
+    List(YamlError),
+    #[error("is more than {} MiB, more than an images file holds", MAX_LIST >> 20)]
+    ListTooLarge,
     #[error("{}: {source}", path.display())]
     Stage { path: PathBuf, source: io::Error },
     #[error("has digest {actual}, not the {expected} it is stored under")]
@@ -124,11 +133,18 @@ impl Staging {
         })
     }
 
-    /// A staged blob's bytes (manifests and configs: small); `None` when it is not staged.
+    /// A staged manifest's bytes; `None` when it is not staged, or larger than a manifest
+    /// may be (then it is none).
     pub fn read(&self, digest: &Digest) -> io::Result<Option<Vec<u8>>> {
         match self.blobs.get(digest) {
-            Some(file) => fs::read(&file.path).map(Some),
-            None => Ok(None),
+            Some(file) if file.size <= MAX_MANIFEST => {
+                let mut data = Vec::new();
+                fs::File::open(&file.path)?
+                    .take(MAX_MANIFEST)
+                    .read_to_end(&mut data)?;
+                Ok(Some(data))
+            }
+            _ => Ok(None),
         }
     }
 }
@@ -199,9 +215,12 @@ pub fn read(path: &Path, staging: &mut Staging) -> Result<Bundle, ImportError> {
             Part::ImagesList => {
                 let mut data = Vec::new();
                 (&mut entry)
-                    .take(MAX_LIST)
+                    .take(MAX_LIST + 1)
                     .read_to_end(&mut data)
                     .map_err(|e| entry_error(&name, EntryProblem::Read(e)))?;
+                if data.len() as u64 > MAX_LIST {
+                    return Err(entry_error(&name, EntryProblem::ListTooLarge));
+                }
                 listed =
                     Listed::parse(&data).map_err(|e| entry_error(&name, EntryProblem::List(e)))?;
             }
@@ -378,66 +397,4 @@ fn stage(entry: &mut impl Read, digest: &Digest, dir: &Path) -> Result<BlobFile,
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-
-    const HEX: &str = "0b9c4c34b963724ec546df5c5232aac2809aedb11fa0bbb025ddd1f958b3075d";
-
-    fn digest() -> Digest {
-        format!("sha256:{HEX}").parse().unwrap()
-    }
-
-    #[rstest]
-    #[case::blob(format!("docker/registry/v2/blobs/sha256/0b/{HEX}/data"), Part::Blob(digest()))]
-    #[case::dot_slash(format!("./docker/registry/v2/blobs/sha256/0b/{HEX}/data"), Part::Blob(digest()))]
-    #[case::tag(
-        "docker/registry/v2/repositories/charts/podinfo/_manifests/tags/6.2.0/current/link".into(),
-        Part::Tag { repository: "charts/podinfo".into(), tag: "6.2.0".into() }
-    )]
-    #[case::revision(
-        format!("docker/registry/v2/repositories/a/_manifests/revisions/sha256/{HEX}/link"),
-        Part::Revision { repository: "a".into(), digest: digest() }
-    )]
-    #[case::history(
-        format!("docker/registry/v2/repositories/a/_manifests/tags/1/index/sha256/{HEX}/link"),
-        Part::Skipped
-    )]
-    #[case::layer(format!("docker/registry/v2/repositories/a/b/_layers/sha256/{HEX}/link"), Part::Skipped)]
-    #[case::upload("docker/registry/v2/repositories/a/_uploads/x/data".into(), Part::Skipped)]
-    #[case::charts("charts.yaml".into(), Part::Skipped)]
-    #[case::images("./images.yaml".into(), Part::ImagesList)]
-    fn storage_files_are_classified(#[case] name: String, #[case] want: Part) {
-        assert_eq!(classify(&name).ok(), Some(want));
-    }
-
-    #[rstest]
-    #[case::outside("README.md", "not part of a mindthegap bundle")]
-    #[case::traversal("docker/registry/v2/../../etc/passwd", "plain relative path")]
-    #[case::absolute("/docker/registry/v2/blobs", "plain relative path")]
-    #[case::bad_hex("docker/registry/v2/blobs/sha256/zz/zz/data", "names no sha256 digest")]
-    #[case::wrong_folder(
-        "docker/registry/v2/blobs/sha256/ff/0b9c4c34b963724ec546df5c5232aac2809aedb11fa0bbb025ddd1f958b3075d/data",
-        "not stored under 0b"
-    )]
-    #[case::no_repository(
-        "docker/registry/v2/repositories/_manifests/tags/1/current/link",
-        "names no repository"
-    )]
-    #[case::unknown("docker/registry/v2/repositories/a/_manifests/other", "reader knows")]
-    #[case::not_in_repo("docker/registry/v2/repositories/a/b/c", "`_manifests`")]
-    fn other_files_are_refused_saying_why(#[case] name: &str, #[case] why: &str) {
-        let e = classify(name).unwrap_err().to_string();
-        assert!(e.contains(why), "{name}: {e}");
-    }
-
-    #[test]
-    fn a_link_is_a_digest_and_nothing_else() {
-        assert_eq!(
-            link(&mut format!("sha256:{HEX}").as_bytes()).ok(),
-            Some(digest())
-        );
-        assert!(link(&mut "sha256:abc".as_bytes()).is_err());
-        assert!(link(&mut "not a link".as_bytes()).is_err());
-    }
-}
+mod tests;

@@ -2,18 +2,16 @@
 //! `helm package` packages it, but deterministically.
 //!
 //! What goes in, as Helm's loader and `helm package` decide it:
-//! 1. Every regular file under the folder, walked in name order, except what the folder's
-//!    `.helmignore` rules ignore (see `helmignore`; `templates/.?*` always). Symbolic links are
-//!    followed, as `helm package` follows them, when they stay inside the chart folder, or
-//!    inside the folder holding the content file (a team's content repository: upstream charts
-//!    such as tigera-operator link `crds/` to a folder beside the chart; each such link is a
-//!    warning); one that leads elsewhere is refused. A UTF-8 byte order mark is stripped from
-//!    every file, as the loader strips it.
+//! 1. Every regular file under the folder, except what `.helmignore` ignores, symbolic links
+//!    followed inside the chart folder or the content file's folder, at most 100 MiB in all
+//!    (`walk`).
 //! 2. Under `charts/`, each entry is a subchart: a folder holding a `Chart.yaml`, or a `.tgz`
 //!    package, which is unpacked (so a `helm dependency update` that only rewrote the archives
-//!    changes nothing); `.prov` files stay as files; entries starting with `_` or `.` are
-//!    skipped; anything else is refused, as Helm refuses it. A subchart is written under
-//!    `charts/<its chart name>/`.
+//!    changes nothing) with the checks of `chart::archive`; `.prov` files stay as files;
+//!    entries starting with `_` or `.` are skipped; anything else is refused, as Helm refuses
+//!    it. A subchart is written under `charts/<its chart name>/`. Subcharts, of folders and of
+//!    packages, are read within one budget (`chart_images::tree::unpacking`): at most 10 deep,
+//!    their packages at most 256 MiB decompressed together, their YAML read within bounds.
 //! 3. Dependencies that `Chart.yaml` (or a v1 chart's `requirements.yaml`) lists must be among
 //!    the subcharts, by name; `values.schema.json` must be valid JSON.
 //!
@@ -22,19 +20,19 @@
 //! gzip from flate2's Rust backend (miniz_oxide) at level 9 with no name and mtime 0. The same
 //! folder gives the same bytes, so the same digests, on every machine.
 
+mod walk;
+
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use super::chart::{self, Chart, gunzip};
-use super::helmignore::Rules;
+use super::chart::{self, Chart};
 use super::{PackError, Problem, at, io_at};
-
-const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+use crate::chart_images::tree::Unpacking;
+use walk::read_folder;
 
 /// A chart's files by path relative to the chart, and its subcharts.
 struct ChartFiles {
@@ -63,7 +61,7 @@ pub(super) fn package(folder: &Path, links_within: Option<&Path>) -> Result<Pack
     }
     let mut warnings = Vec::new();
     let files = read_folder(folder, links_within, &mut warnings)?;
-    let chart = split(folder.to_owned(), files)?;
+    let chart = split(folder.to_owned(), files, 0, &mut Unpacking::default())?;
     let mtime = match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(value) => value
             .trim()
@@ -72,7 +70,7 @@ pub(super) fn package(folder: &Path, links_within: Option<&Path>) -> Result<Pack
         Err(_) => 0,
     };
     let mut entries = BTreeMap::new();
-    flatten(&chart, "", &mut entries);
+    flatten(chart, "", &mut entries);
     let tgz = archive(&entries, mtime).map_err(io_at(folder))?;
     let read = chart::read(&tgz).map_err(|problem| {
         let file = match &problem {
@@ -88,140 +86,32 @@ pub(super) fn package(folder: &Path, links_within: Option<&Path>) -> Result<Pack
     })
 }
 
-/// Every file of the folder Helm's loader would take, by `/`-separated relative path.
-fn read_folder(
-    folder: &Path,
-    links_within: Option<&Path>,
-    warnings: &mut Vec<String>,
-) -> Result<BTreeMap<String, Vec<u8>>, PackError> {
-    let ignore_file = folder.join(".helmignore");
-    let rules = match fs::read_to_string(&ignore_file) {
-        Ok(text) => Rules::parse(&text)
-            .map_err(|(line, e)| at(&ignore_file)(Problem::HelmIgnore { line, problem: e }))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Rules::default(),
-        Err(e) => return Err(io_at(&ignore_file)(e)),
-    };
-    let root = folder.canonicalize().map_err(io_at(folder))?;
-    let bound = match links_within {
-        Some(within) => Some(within.canonicalize().map_err(io_at(within))?),
-        None => None,
-    };
-    let mut walk = Walk {
-        root: &root,
-        bound: bound.as_deref(),
-        rules: &rules,
-        walking: vec![root.clone()],
-        files: BTreeMap::new(),
-        warnings,
-    };
-    walk.folder(folder, "")?;
-    Ok(walk.files)
-}
-
-/// A chart folder being read.
-struct Walk<'a> {
-    /// The chart folder, links resolved.
-    root: &'a Path,
-    /// Where links may lead besides `root` (the content file's folder).
-    bound: Option<&'a Path>,
-    rules: &'a Rules,
-    /// The folders being walked, links resolved (a link back to one is a loop).
-    walking: Vec<PathBuf>,
-    files: BTreeMap<String, Vec<u8>>,
-    warnings: &'a mut Vec<String>,
-}
-
-impl Walk<'_> {
-    /// Walks `shown` (at `relative` in the chart), following symbolic links that stay inside
-    /// the chart folder or `bound`.
-    fn folder(&mut self, shown: &Path, relative: &str) -> Result<(), PackError> {
-        let (root, rules) = (self.root, self.rules);
-        let mut entries: Vec<_> = fs::read_dir(shown)
-            .map_err(io_at(shown))?
-            .map(|e| e.map(|e| e.file_name()))
-            .collect::<Result<_, _>>()
-            .map_err(io_at(shown))?;
-        entries.sort();
-        for name in entries {
-            let path = shown.join(&name);
-            let Some(name) = name.to_str() else {
-                return Err(at(&path)(Problem::NotUtf8Name));
-            };
-            let inner = if relative.is_empty() {
-                name.to_owned()
-            } else {
-                format!("{relative}/{name}")
-            };
-            let real = path.canonicalize().map_err(io_at(&path))?;
-            if !real.starts_with(self.bound.unwrap_or(root)) && !real.starts_with(root) {
-                return Err(at(&path)(Problem::SymlinkOutside {
-                    target: real,
-                    bound: self.bound.map(Path::to_owned),
-                }));
-            }
-            let link = fs::symlink_metadata(&path)
-                .map_err(io_at(&path))?
-                .file_type()
-                .is_symlink();
-            if link && !real.starts_with(root) {
-                self.warnings.push(format!(
-                "{}: a symbolic link that leaves the chart folder, to {}: its files are packaged (as `helm package` does)",
-                path.display(),
-                real.display()
-            ));
-            }
-            let meta = fs::metadata(&real).map_err(io_at(&path))?;
-            if meta.is_dir() {
-                if rules.ignores(&inner, true) {
-                    continue;
-                }
-                if self.walking.contains(&real) {
-                    return Err(at(&path)(Problem::SymlinkLoop));
-                }
-                self.walking.push(real);
-                self.folder(&path, &inner)?;
-                self.walking.pop();
-                continue;
-            }
-            if rules.ignores(&inner, false) {
-                continue;
-            }
-            if !meta.is_file() {
-                return Err(at(&path)(Problem::NotRegularFile));
-            }
-            if meta.len() > chart::MAX_DECOMPRESSED {
-                return Err(at(&path)(Problem::TooLarge));
-            }
-            let mut data = fs::read(&real).map_err(io_at(&path))?;
-            strip_bom(&mut data);
-            self.files.insert(inner, data);
-        }
-        Ok(())
-    }
-}
-
-fn strip_bom(data: &mut Vec<u8>) {
-    if data.starts_with(UTF8_BOM) {
-        data.drain(..UTF8_BOM.len());
-    }
-}
-
 /// The files of an archived chart (a `.tgz` subchart), its top folder stripped.
-fn read_archive(path: &Path, tgz: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, PackError> {
-    let tar = gunzip(tgz).map_err(at(path))?;
+fn read_archive(
+    path: &Path,
+    tgz: &[u8],
+    unpacking: &mut Unpacking,
+) -> Result<BTreeMap<String, Vec<u8>>, PackError> {
+    let tar = unpacking.gunzip(tgz).map_err(at(path))?;
     let files = chart::archive_files(&tar, |_| true).map_err(at(path))?;
     Ok(files.into_iter().map(|f| (f.inner, f.data)).collect())
 }
 
-/// Splits a chart's files into its own and its subcharts' (recursively), as Helm's loader
-/// does, and checks what `helm package` checks.
-fn split(origin: PathBuf, files: BTreeMap<String, Vec<u8>>) -> Result<ChartFiles, PackError> {
+/// Splits a chart's files into its own and its subcharts' (recursively, the chart `depth`
+/// subcharts below the folder's), as Helm's loader does, and checks what `helm package`
+/// checks.
+fn split(
+    origin: PathBuf,
+    files: BTreeMap<String, Vec<u8>>,
+    depth: usize,
+    unpacking: &mut Unpacking,
+) -> Result<ChartFiles, PackError> {
     let chart_yaml = origin.join("Chart.yaml");
     let Some(metadata) = files.get("Chart.yaml") else {
         return Err(at(&chart_yaml)(Problem::NotAChartFolder));
     };
-    let (name, dependencies) =
-        names(metadata, files.get("requirements.yaml")).map_err(at(&chart_yaml))?;
+    let (name, dependencies) = names(metadata, files.get("requirements.yaml"), unpacking)
+        .map_err(|(file, problem)| at(&origin.join(file))(problem))?;
     let mut own = BTreeMap::new();
     let mut grouped: BTreeMap<String, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
     for (path, data) in files {
@@ -250,11 +140,15 @@ fn split(origin: PathBuf, files: BTreeMap<String, Vec<u8>>) -> Result<ChartFiles
         if entry.starts_with(['_', '.']) {
             continue;
         }
+        let nested = || Unpacking::nest(depth + 1).map_err(at(&path));
         let subchart = if entry.ends_with(".tgz") && files.len() == 1 && files.contains_key("") {
+            nested()?;
             let tgz = files.remove("").unwrap_or_default();
-            split(path.clone(), read_archive(&path, &tgz)?)?
+            let files = read_archive(&path, &tgz, unpacking)?;
+            split(path.clone(), files, depth + 1, unpacking)?
         } else if files.contains_key("Chart.yaml") {
-            split(path, files)?
+            nested()?;
+            split(path, files, depth + 1, unpacking)?
         } else {
             return Err(at(&path)(Problem::NotASubchart));
         };
@@ -274,11 +168,13 @@ fn split(origin: PathBuf, files: BTreeMap<String, Vec<u8>>) -> Result<ChartFiles
     })
 }
 
-/// A chart's name and the names of the dependencies it lists.
+/// A chart's name and the names of the dependencies it lists; an error with the file it is
+/// about.
 fn names(
     chart_yaml: &[u8],
     requirements: Option<&Vec<u8>>,
-) -> Result<(String, Vec<String>), Problem> {
+    unpacking: &mut Unpacking,
+) -> Result<(String, Vec<String>), (&'static str, Problem)> {
     #[derive(serde::Deserialize, Default)]
     struct Named {
         #[serde(default)]
@@ -296,23 +192,24 @@ fn names(
         Some(serde_yaml_ng::Value::Bool(b)) => b.to_string(),
         _ => String::new(),
     };
-    let parse = |data: &[u8], file: &'static str| -> Result<Named, Problem> {
-        let value: serde_yaml_ng::Value =
-            serde_yaml_ng::from_slice(data).map_err(|e| Problem::Yaml(file, e.to_string()))?;
+    let mut parse = |data: &[u8], file: &'static str| -> Result<Named, (&'static str, Problem)> {
+        let value = unpacking
+            .yaml(data)
+            .map_err(|e| (file, Problem::Yaml(file, e.to_string())))?;
         if value.is_null() {
             return Ok(Named::default());
         }
-        serde_yaml_ng::from_value(value).map_err(|e| Problem::Metadata(e.to_string()))
+        serde_yaml_ng::from_value(value).map_err(|e| (file, Problem::Metadata(e.to_string())))
     };
     let chart = parse(chart_yaml, "Chart.yaml")?;
     let name = text(&chart.name);
     if name.is_empty() {
-        return Err(Problem::MissingField("name"));
+        return Err(("Chart.yaml", Problem::MissingField("name")));
     }
     // The name is a folder of the package (`<name>/`, `charts/<name>/`).
-    super::chart_name::check_helm(&name).map_err(|reason| Problem::InvalidChartName {
-        name: name.clone(),
-        reason,
+    super::chart_name::check_helm(&name).map_err(|reason| {
+        let name = name.clone();
+        ("Chart.yaml", Problem::InvalidChartName { name, reason })
     })?;
     let mut listed = chart.dependencies.unwrap_or_default();
     if let Some(requirements) = requirements {
@@ -326,12 +223,12 @@ fn names(
 }
 
 /// Every file of `chart` and its subcharts, by its path in the package.
-fn flatten(chart: &ChartFiles, prefix: &str, out: &mut BTreeMap<String, Vec<u8>>) {
+fn flatten(chart: ChartFiles, prefix: &str, out: &mut BTreeMap<String, Vec<u8>>) {
     let base = format!("{prefix}{}", chart.name);
-    for (path, data) in &chart.files {
-        out.insert(format!("{base}/{path}"), data.clone());
+    for (path, data) in chart.files {
+        out.insert(format!("{base}/{path}"), data);
     }
-    for subchart in &chart.subcharts {
+    for subchart in chart.subcharts {
         flatten(subchart, &format!("{base}/charts/"), out);
     }
 }
@@ -354,4 +251,118 @@ fn archive(entries: &BTreeMap<String, Vec<u8>>, mtime: u64) -> std::io::Result<V
     let mut gz = tar.into_inner()?;
     gz.flush()?;
     gz.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use std::fs;
+
+    fn gzip_tar(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for (path, data) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_entry_type(tar::EntryType::Regular);
+            tar.append_data(&mut header, path, *data).unwrap();
+        }
+        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+        gz.write_all(&tar.into_inner().unwrap()).unwrap();
+        gz.finish().unwrap()
+    }
+
+    const CHART: &str = "apiVersion: v2\nname: c\nversion: 1.0.0\n";
+
+    /// A chart folder in `dir` with `files` besides its Chart.yaml (which `files` may replace).
+    fn folder(dir: &Path, files: &[(&str, &[u8])]) -> PathBuf {
+        let chart = dir.join("c");
+        fs::create_dir_all(chart.join("charts")).unwrap();
+        fs::write(chart.join("Chart.yaml"), CHART).unwrap();
+        for (path, data) in files {
+            fs::write(chart.join(path), data).unwrap();
+        }
+        chart
+    }
+
+    fn alias_bomb() -> String {
+        (1..10).fold("a0: &a0 [l, l, l, l, l, l, l, l, l]\n".to_owned(), |text, i| {
+            let p = i - 1;
+            format!(
+                "{text}a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            )
+        })
+    }
+
+    fn deep() -> String {
+        format!("deep: {}{}\n", "[".repeat(100_000), "]".repeat(100_000))
+    }
+
+    /// A folder's YAML with a bomb: refused naming the file (in 11 ms and 0.1 ms, as a
+    /// package's is).
+    #[rstest]
+    #[case::chart_yaml_alias_bomb("Chart.yaml", format!("{CHART}{}", alias_bomb()), "alias bomb")]
+    #[case::chart_yaml_deep("Chart.yaml", format!("{CHART}{}", deep()), "256 deep")]
+    #[case::requirements_alias_bomb("requirements.yaml", alias_bomb(), "alias bomb")]
+    #[case::requirements_deep("requirements.yaml", deep(), "256 deep")]
+    fn yaml_bombs_are_refused_naming_the_file(
+        #[case] file: &str,
+        #[case] text: String,
+        #[case] words: &str,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = folder(dir.path(), &[(file, text.as_bytes())]);
+        let e = package(&chart, None).err().unwrap();
+        assert_eq!(e.path, chart.join(file));
+        assert!(e.to_string().contains(words), "{e}");
+    }
+
+    #[test]
+    fn subchart_packages_nested_past_the_limit_are_refused_naming_the_chain() {
+        let mut sub = gzip_tar(&[("s/Chart.yaml", b"name: s\nversion: 1.0.0\n")]);
+        for _ in 0..12 {
+            sub = gzip_tar(&[
+                ("s/Chart.yaml", b"name: s\nversion: 1.0.0\n"),
+                ("s/charts/s.tgz", &sub),
+            ]);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let chart = folder(dir.path(), &[("charts/s.tgz", &sub)]);
+        let e = package(&chart, None).err().unwrap();
+        assert!(matches!(*e.problem, Problem::SubchartsTooDeep), "{e}");
+        let chain: PathBuf = std::iter::repeat_n("charts/s.tgz", 11).collect();
+        assert_eq!(e.path, chart.join(chain));
+    }
+
+    #[test]
+    fn a_subchart_package_s_entries_are_checked() {
+        let mut tar = Vec::new();
+        for (name, data) in [
+            ("s/Chart.yaml", b"name: s\nversion: 1.0.0\n".as_slice()),
+            ("s/../../../tmp/pwned", b"x".as_slice()),
+        ] {
+            let mut header = tar::Header::new_gnu();
+            header.as_gnu_mut().unwrap().name[..name.len()].copy_from_slice(name.as_bytes());
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_cksum();
+            tar.extend_from_slice(header.as_bytes());
+            tar.extend_from_slice(data);
+            tar.resize(tar.len().next_multiple_of(512), 0);
+        }
+        tar.extend_from_slice(&[0; 1024]);
+        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+        gz.write_all(&tar).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let chart = folder(dir.path(), &[("charts/s-1.0.0.tgz", &gz.finish().unwrap())]);
+        let e = package(&chart, None).err().unwrap();
+        assert_eq!(e.path, chart.join("charts/s-1.0.0.tgz"));
+        assert!(
+            e.to_string()
+                .contains("archive entry \"s/../../../tmp/pwned\" references the parent"),
+            "{e}"
+        );
+    }
 }

@@ -5,7 +5,6 @@
 //! one repository `<prefix>/<chart name>` per chart, holding all its versions.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +14,7 @@ use chartreg_core::oci::{Digest, RepositoryName, media_type};
 use chartreg_core::tree::{BlobFile, LayoutBuilder, Tree};
 
 use super::chart::{self, Chart};
-use super::{PackError, Problem, at, chart_folder, io_at, provenance};
+use super::{MAX_DECOMPRESSED, PackError, Problem, at, chart_folder, io_at, provenance};
 
 const PACKAGE_EXT: &str = ".tgz";
 const PROVENANCE_EXT: &str = ".prov";
@@ -59,7 +58,8 @@ fn provenance_path(package: &Path) -> PathBuf {
 
 /// A file's bytes, and the blob reference they make.
 fn read_blob(path: &Path) -> io::Result<(Vec<u8>, BlobFile)> {
-    let data = fs::read(path)?;
+    // A package Helm would load is at most its 100 MiB decompressed; its gzip is smaller.
+    let data = chartreg_core::file::read_limited(path, MAX_DECOMPRESSED)?;
     let blob = BlobFile {
         path: path.to_owned(),
         size: data.len() as u64,

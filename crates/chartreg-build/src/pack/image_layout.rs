@@ -17,81 +17,32 @@
 //!    entry), those of upstream's index too: its signatures, which the verification reads
 //!    (upstream's index itself is not served: the platforms it lists and the index keeps are).
 //!
-//! The layout's `index.json` is written anew (the entries taken, tagged); blobs are copied from
-//! the input's files when the tree is written.
+//! Every file is read as `files` says: inside the layout, a regular file, documents within a
+//! bound. Indexes nest at most 8 deep; a manifest is read once however many entries name it,
+//! and referrers are found round by round, each subject looked at once. The layout's
+//! `index.json` is written anew (the entries taken, tagged); blobs are copied from the input's
+//! files when the tree is written.
+
+mod files;
+mod spec;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::path::Path;
 
 use chartreg_core::oci::layout::{
     Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE, OciLayout,
-    REF_NAME, UPSTREAM_DIGEST, blob_path, tag_of,
+    REF_NAME, UPSTREAM_DIGEST, tag_of,
 };
 use chartreg_core::oci::media_type::{ManifestKind, manifest_kind};
-use chartreg_core::oci::{Digest, NameError, RepositoryName, Tag, TagError};
+use chartreg_core::oci::{Digest, Tag};
 use chartreg_core::tree::{BlobFile, LayoutBuilder, Tree};
 
-use super::{PackError, Problem, at, io_at};
+use super::{PackError, Problem, at};
+use files::{LayoutFiles, MAX_INDEX, MAX_MARKER};
+pub use spec::{LayoutSpec, LayoutSpecError};
 
-/// `DIR=REPOSITORY[:TAG]`, as given to `--layout`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LayoutSpec {
-    pub dir: PathBuf,
-    pub repository: RepositoryName,
-    pub tag: Option<Tag>,
-}
-
-/// Why a `DIR=REPOSITORY[:TAG]` is not one.
-#[derive(Debug, thiserror::Error)]
-pub enum LayoutSpecError {
-    #[error("`{0}` is not DIR=REPOSITORY or DIR=REPOSITORY:TAG")]
-    NoEquals(String),
-    #[error("`{0}` names no layout folder before `=`")]
-    NoFolder(String),
-    #[error("`{repository}` is not a repository name: {source}")]
-    Repository {
-        repository: String,
-        source: NameError,
-    },
-    #[error("`{tag}` is not a tag: {source}")]
-    Tag { tag: String, source: TagError },
-}
-
-impl FromStr for LayoutSpec {
-    type Err = LayoutSpecError;
-
-    fn from_str(s: &str) -> Result<Self, LayoutSpecError> {
-        let Some((dir, target)) = s.rsplit_once('=') else {
-            return Err(LayoutSpecError::NoEquals(s.to_owned()));
-        };
-        if dir.is_empty() {
-            return Err(LayoutSpecError::NoFolder(s.to_owned()));
-        }
-        let (repository, tag) = match target.split_once(':') {
-            Some((repository, tag)) => (repository, Some(tag)),
-            None => (target, None),
-        };
-        Ok(LayoutSpec {
-            dir: PathBuf::from(dir),
-            repository: repository
-                .parse()
-                .map_err(|source| LayoutSpecError::Repository {
-                    repository: repository.to_owned(),
-                    source,
-                })?,
-            tag: tag
-                .map(|t| {
-                    t.parse().map_err(|source| LayoutSpecError::Tag {
-                        tag: t.to_owned(),
-                        source,
-                    })
-                })
-                .transpose()?,
-        })
-    }
-}
+/// How deep indexes may nest below an entry of `index.json` (as the server's loader allows).
+const MAX_NESTING: usize = 8;
 
 /// One layout input, read and checked: the repository's tree.
 #[derive(Debug, Clone)]
@@ -111,26 +62,29 @@ struct Entry {
 
 /// What is taken from the layout so far.
 struct Taking<'a> {
-    dir: &'a Path,
+    files: LayoutFiles<'a>,
     layout: LayoutBuilder,
-    /// Manifests taken, by digest.
+    /// Manifests taken, by digest, and in the order they were.
     manifests: BTreeSet<Digest>,
+    taken: Vec<Digest>,
     blobs: BTreeSet<Digest>,
+    /// The subject of each manifest looked at for one.
+    subjects: BTreeMap<Digest, Option<Digest>>,
 }
 
 impl ImageLayout {
     /// Reads the layout `spec` names, taking what the module doc says.
     pub fn read(spec: &LayoutSpec) -> Result<ImageLayout, PackError> {
-        let dir = spec.dir.as_path();
-        let marker_path = dir.join(OCI_LAYOUT_FILE);
-        let marker: OciLayout = read_json(&marker_path)?;
+        let files = LayoutFiles::open(&spec.dir)?;
+        let marker_path = files.path(OCI_LAYOUT_FILE);
+        let marker: OciLayout = files.json(&marker_path, MAX_MARKER)?;
         if marker.image_layout_version != LAYOUT_VERSION {
             return Err(at(&marker_path)(Problem::LayoutVersion(
                 marker.image_layout_version,
             )));
         }
-        let index_path = dir.join(INDEX_FILE);
-        let index: ImageIndex = read_json(&index_path)?;
+        let index_path = files.path(INDEX_FILE);
+        let index: ImageIndex = files.json(&index_path, MAX_INDEX)?;
         let entries: Vec<Entry> = index
             .manifests
             .into_iter()
@@ -142,10 +96,12 @@ impl ImageLayout {
         let chosen = choose(&index_path, &entries, spec.tag.as_ref())?;
 
         let mut taking = Taking {
-            dir,
+            files,
             layout: LayoutBuilder::new(spec.repository.as_str()),
             manifests: BTreeSet::new(),
+            taken: Vec::new(),
             blobs: BTreeSet::new(),
+            subjects: BTreeMap::new(),
         };
         let mut tags = 0;
         // Upstream's indexes the chosen ones keep platforms of: their signatures are kept.
@@ -162,9 +118,8 @@ impl ImageLayout {
                 })?);
             }
         }
-        let signed =
-            |taking: &Taking, d: &Digest| taking.manifests.contains(d) || upstreams.contains(d);
-        // Referrers, and theirs, until no more are found.
+        // Referrers, and theirs, round by round: each round takes the referrers of what the
+        // round before took (the first: of everything taken so far, and of upstream's indexes).
         let mut subjects: BTreeMap<Digest, Vec<&Entry>> = BTreeMap::new();
         let mut schema_tags = Vec::new();
         for entry in &entries {
@@ -180,20 +135,27 @@ impl ImageLayout {
                 Some(tag) => schema_tags.push((entry, tag.clone())),
             }
         }
-        loop {
-            let found: Vec<&Entry> = subjects
+        let mut fresh: BTreeSet<Digest> = taking.manifests.union(&upstreams).cloned().collect();
+        while !fresh.is_empty() {
+            let found: Vec<&Entry> = fresh
                 .iter()
-                .filter(|(subject, _)| signed(&taking, subject))
-                .flat_map(|(_, referrers)| referrers.iter().copied())
+                .filter_map(|subject| subjects.get(subject))
+                .flatten()
+                .copied()
                 .filter(|e| !taking.manifests.contains(&e.descriptor.digest))
                 .collect();
-            if found.is_empty() {
-                break;
-            }
+            let before = taking.taken.len();
             for entry in found {
                 taking.manifest(&entry.descriptor, 0)?;
                 taking.list(&entry.descriptor, None);
             }
+            fresh = taking
+                .taken
+                .get(before..)
+                .unwrap_or_default()
+                .iter()
+                .cloned()
+                .collect();
         }
         // The cosign tag schema: `sha256-<hex of a taken manifest>.sig` and the like.
         for (entry, tag) in schema_tags {
@@ -256,30 +218,22 @@ fn choose<'e>(
     }
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, PackError> {
-    let data = fs::read(path).map_err(io_at(path))?;
-    serde_json::from_slice(&data).map_err(|e| at(path)(Problem::Json(e.to_string())))
-}
-
 impl Taking<'_> {
-    fn blob_file(&self, digest: &Digest) -> PathBuf {
-        self.dir.join(blob_path(digest))
-    }
-
     /// The layout's file for `d`, present with `d`'s size.
     fn present(&self, d: &Descriptor) -> Result<BlobFile, PackError> {
-        let path = self.blob_file(&d.digest);
+        let path = self.files.blob(&d.digest);
         if d.digest.algorithm() != "sha256" {
             return Err(at(&path)(Problem::Algorithm(
                 d.digest.algorithm().to_owned(),
             )));
         }
-        let meta = fs::metadata(&path)
-            .map_err(|_| at(&path)(Problem::LayoutMissingBlob(d.digest.clone())))?;
-        if meta.len() != d.size {
+        let Some(size) = self.files.size(&path)? else {
+            return Err(at(&path)(Problem::LayoutMissingBlob(d.digest.clone())));
+        };
+        if size != d.size {
             return Err(at(&path)(Problem::LayoutBlobSize {
                 expected: d.size,
-                actual: meta.len(),
+                actual: size,
             }));
         }
         Ok(BlobFile {
@@ -292,7 +246,7 @@ impl Taking<'_> {
     /// The bytes of the manifest `d`, checked against its digest.
     fn manifest_bytes(&self, d: &Descriptor) -> Result<Vec<u8>, PackError> {
         let file = self.present(d)?;
-        let data = fs::read(&file.path).map_err(io_at(&file.path))?;
+        let data = self.files.manifest(&d.digest, d.size)?;
         let actual = Digest::sha256_of(&data);
         if actual != d.digest {
             return Err(at(&file.path)(Problem::LayoutDigest {
@@ -303,24 +257,29 @@ impl Taking<'_> {
         Ok(data)
     }
 
-    /// The subject of the manifest `d`, if it has one.
-    fn subject_of(&self, d: &Descriptor) -> Result<Option<Digest>, PackError> {
+    /// The subject of the manifest `d`, if it has one (each manifest read once for it).
+    fn subject_of(&mut self, d: &Descriptor) -> Result<Option<Digest>, PackError> {
         let Some(kind) = manifest_kind(&d.media_type) else {
             return Ok(None);
         };
+        if let Some(subject) = self.subjects.get(&d.digest) {
+            return Ok(subject.clone());
+        }
         let data = self.manifest_bytes(d)?;
-        let path = self.blob_file(&d.digest);
+        let path = self.files.blob(&d.digest);
         let subject = match kind {
             ManifestKind::Image => parse::<ImageManifest>(&path, &data)?.subject,
             ManifestKind::Index => parse::<ImageIndex>(&path, &data)?.subject,
-        };
-        Ok(subject.map(|s| s.digest))
+        }
+        .map(|s| s.digest);
+        self.subjects.insert(d.digest.clone(), subject.clone());
+        Ok(subject)
     }
 
     /// Takes the manifest `d` and everything it references.
     fn manifest(&mut self, d: &Descriptor, depth: usize) -> Result<(), PackError> {
-        let path = self.blob_file(&d.digest);
-        if depth > 8 {
+        let path = self.files.blob(&d.digest);
+        if depth > MAX_NESTING {
             return Err(at(&path)(Problem::LayoutTooDeep));
         }
         if self.manifests.contains(&d.digest) {
@@ -348,6 +307,7 @@ impl Taking<'_> {
             }
         }
         self.manifests.insert(d.digest.clone());
+        self.taken.push(d.digest.clone());
         self.layout.blob(&d.media_type, data);
         Ok(())
     }
@@ -365,40 +325,4 @@ fn parse<T: serde::de::DeserializeOwned>(path: &Path, data: &[u8]) -> Result<T, 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-
-    #[rstest]
-    #[case("v1.2.3", Some("v1.2.3"))]
-    #[case("latest", Some("latest"))]
-    #[case("docker.io/library/alpine:3.20", Some("3.20"))]
-    #[case("127.0.0.1:5000/app:v1", Some("v1"))]
-    #[case("127.0.0.1:5000/app", None)]
-    #[case("app@sha256:0000", None)]
-    fn ref_names_give_tags(#[case] ref_name: &str, #[case] tag: Option<&str>) {
-        assert_eq!(tag_of(ref_name).as_deref(), tag);
-    }
-
-    #[rstest]
-    #[case("dir=images/app", Ok(("dir", "images/app", None)))]
-    #[case("a=b=images/app:v1", Ok(("a=b", "images/app", Some("v1"))))]
-    #[case("dir", Err("is not DIR=REPOSITORY"))]
-    #[case("=images/app", Err("names no layout folder"))]
-    #[case("dir=Images/app", Err("is not a repository name"))]
-    #[case("dir=images/app:bad tag", Err("is not a tag"))]
-    fn layout_specs(
-        #[case] text: &str,
-        #[case] expected: Result<(&str, &str, Option<&str>), &str>,
-    ) {
-        match (text.parse::<LayoutSpec>(), expected) {
-            (Ok(spec), Ok((dir, repository, tag))) => {
-                assert_eq!(spec.dir, PathBuf::from(dir));
-                assert_eq!(spec.repository.as_str(), repository);
-                assert_eq!(spec.tag.as_ref().map(Tag::as_str), tag);
-            }
-            (Err(e), Err(words)) => assert!(e.to_string().contains(words), "{e}"),
-            (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
-        }
-    }
-}
+mod tests;

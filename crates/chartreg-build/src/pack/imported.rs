@@ -9,8 +9,12 @@
 //! imported tag keeps its manifest (the digest older clusters saw); a packed version of the
 //! same tag with the same chart layers stays pullable by digest, untagged; one with other
 //! layers is an error naming both sources.
+//!
+//! Manifests are read whole, so at most [`MAX_MANIFEST`] of each; a layout folder's blobs are
+//! taken only when they are regular files (not links, FIFOs or devices).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use chartreg_core::oci::layout::{
@@ -24,6 +28,10 @@ use serde::{Deserialize, Serialize};
 
 /// How deep indexes may nest (as the server's loader allows).
 const MAX_NESTING: usize = 8;
+
+/// The most of a manifest read: registries refuse larger ones (distribution's default limit,
+/// which fetch applies too).
+pub const MAX_MANIFEST: u64 = 4 << 20;
 
 /// Why an imported repository could not be walked or merged.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +62,11 @@ pub enum Error {
     },
     #[error("manifest {digest} has media type `{kind}`, not a manifest")]
     NotManifest { digest: Digest, kind: String },
+    #[error(
+        "manifest {digest} is {size} bytes, more than the {} MiB registries accept",
+        MAX_MANIFEST >> 20
+    )]
+    TooLarge { digest: Digest, size: u64 },
     #[error("{}: imported from {}: {source}", folder.display(), bundles.join(", "))]
     Imported {
         folder: PathBuf,
@@ -92,15 +105,32 @@ pub trait Blobs {
     /// The file holding `digest`, if there is one.
     fn blob(&self, digest: &Digest) -> Option<BlobFile>;
 
-    /// The bytes of `digest` (manifests: small).
+    /// The bytes of the manifest `digest`, at most [`MAX_MANIFEST`].
     fn read(&self, digest: &Digest) -> Result<Vec<u8>, Error> {
         let file = self
             .blob(digest)
             .ok_or_else(|| Error::Missing(digest.clone()))?;
-        std::fs::read(&file.path).map_err(|source| Error::Read {
-            path: file.path,
+        if file.size > MAX_MANIFEST {
+            return Err(Error::TooLarge {
+                digest: digest.clone(),
+                size: file.size,
+            });
+        }
+        let read = |source| Error::Read {
+            path: file.path.clone(),
             source,
-        })
+        };
+        let mut data = Vec::new();
+        std::fs::File::open(&file.path)
+            .and_then(|f| f.take(MAX_MANIFEST + 1).read_to_end(&mut data))
+            .map_err(read)?;
+        if data.len() as u64 > MAX_MANIFEST {
+            return Err(Error::TooLarge {
+                digest: digest.clone(),
+                size: data.len() as u64,
+            });
+        }
+        Ok(data)
     }
 }
 
@@ -108,8 +138,13 @@ pub trait Blobs {
 pub struct LayoutFolder<'a>(pub &'a Path);
 
 impl Blobs for LayoutFolder<'_> {
+    /// The blob's file when it is a regular file (pack and import-bundle write no other) with
+    /// the digest it is stored under.
     fn blob(&self, digest: &Digest) -> Option<BlobFile> {
         let path = self.0.join(blob_path(digest));
+        if !std::fs::symlink_metadata(&path).ok()?.is_file() {
+            return None;
+        }
         let file = BlobFile::hash(&path).ok()?;
         (file.digest == *digest).then_some(file)
     }
@@ -338,3 +373,6 @@ impl Blobs for TreeBlobs<'_> {
         entry.read().map(|d| d.into_owned()).map_err(Error::Packed)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -265,7 +265,15 @@ impl Report {
 pub fn pack(request: &Request) -> Result<Report, PackError> {
     let plan = plan(request)?;
     let out = &request.out;
-    let write_error = |e: tree::WriteError| at(out)(Problem::Write(e.to_string()));
+    let write_error = |e: tree::WriteError| match e {
+        // The input's file, not the output, is what is wrong.
+        tree::WriteError::Changed {
+            path,
+            expected,
+            size,
+        } => at(&path)(Problem::NotItsDigest { expected, size }),
+        e => at(out)(Problem::Write(e.to_string())),
+    };
     let mut report = Report {
         charts: plan.packed.charts,
         versions: plan.packed.versions,

@@ -9,6 +9,7 @@ use chartreg_core::oci::{Digest, NameError, TagError};
 
 use super::MAX_DECOMPRESSED;
 use super::version::VersionError;
+use crate::chart_images::tree::unpacking::{MAX_NESTING, MAX_UNPACKED};
 
 /// A problem with one input file.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +83,38 @@ pub enum Problem {
     NoChartYaml,
     #[error("Chart.yaml is at the top of the archive, not inside the chart's folder")]
     ChartYamlAtTop,
+    // Entries Helm's loader refuses: shown as Rust writes strings, control characters escaped.
+    #[error(
+        "archive entry {0:?} references the parent directory (`..`); Helm refuses a chart that does"
+    )]
+    EntryParent(String),
+    #[error("archive entry {0:?} is an absolute path; Helm refuses a chart that holds one")]
+    EntryAbsolute(String),
+    #[error("archive entry {0:?} names a Windows drive; Helm refuses a chart that holds one")]
+    EntryDrive(String),
+    #[error(
+        "archive entry {0:?} lies outside the chart's folder (a chart package holds `<name>/...`); Helm refuses content outside it"
+    )]
+    EntryOutside(String),
+    #[error(
+        "archive entry {entry:?} is {kind}; a chart package holds only files and folders (`helm package` writes nothing else, and Helm would load it as an empty file)"
+    )]
+    EntryKind { entry: String, kind: String },
+    #[error(
+        "archive entries {first:?} and {entry:?} are both the chart's {inner:?}: Helm loads the last of them, so a package holds each file once"
+    )]
+    EntryTwice {
+        entry: String,
+        first: String,
+        inner: String,
+    },
+    #[error("subcharts nest more than {MAX_NESTING} deep here (charts nest two or three deep)")]
+    SubchartsTooDeep,
+    #[error(
+        "the chart's packages, its own and its subcharts', decompress to more than {} MiB together",
+        MAX_UNPACKED >> 20
+    )]
+    SubchartsTooLarge,
     #[error("invalid YAML in {0}: {1}")]
     Yaml(&'static str, String),
     #[error("invalid chart metadata: {0}")]
@@ -131,6 +164,10 @@ pub enum Problem {
     ProvenanceMismatch { listed: String, actual: Digest },
     #[error("cannot write the output: {0}")]
     Write(String),
+    #[error(
+        "its bytes do not have the digest {expected} ({size} bytes) they are packed under (the input is not what it says, or changed while being packed); nothing was written"
+    )]
+    NotItsDigest { expected: Digest, size: u64 },
 
     // Chart folders.
     #[error("not a chart folder: it has no Chart.yaml")]
@@ -156,6 +193,11 @@ pub enum Problem {
     SymlinkLoop,
     #[error("not a regular file (Helm loads only regular files)")]
     NotRegularFile,
+    #[error(
+        "the chart folder's files come to more than {} MiB with this one, the most Helm loads of a chart",
+        MAX_DECOMPRESSED >> 20
+    )]
+    FolderTooLarge,
     #[error("values.schema.json is not valid JSON")]
     SchemaJson,
     #[error("charts/ holds only subcharts: folders with a Chart.yaml, or .tgz packages")]
@@ -189,6 +231,22 @@ pub enum Problem {
     LayoutNotManifest(String),
     #[error("indexes nest deeper than 8 levels")]
     LayoutTooDeep,
+    #[error(
+        "is a symbolic link that leaves the layout (to {}): a layout's files are read only inside it",
+        .0.display()
+    )]
+    LayoutOutside(PathBuf),
+    #[error(
+        "is not a regular file (a FIFO, a device or a socket): a layout's documents and blobs are files"
+    )]
+    LayoutNotFile,
+    #[error(
+        "is a manifest of {size} bytes, its descriptor says: more than the {} MiB registries accept",
+        super::imported::MAX_MANIFEST >> 20
+    )]
+    LayoutManifestTooLarge { size: u64 },
+    #[error("is {size} bytes, more than the {} MiB read of it", limit >> 20)]
+    LayoutFileTooLarge { size: u64, limit: u64 },
     #[error("only sha256 content is supported, not `{0}`")]
     Algorithm(String),
 

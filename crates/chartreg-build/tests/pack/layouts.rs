@@ -234,3 +234,35 @@ fn missing_short_and_tampered_blobs_are_refused() {
         text(&r.stderr)
     );
 }
+
+#[test]
+fn a_blob_that_links_out_of_the_layout_is_refused_though_its_bytes_are_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = sample(dir.path());
+    let index = index_of(&layout);
+    let blobs = layout.join("blobs/sha256");
+    let top = index["manifests"][0]["digest"].as_str().unwrap();
+    let children: serde_json::Value =
+        serde_json::from_slice(&fs::read(blobs.join(&top[7..])).unwrap()).unwrap();
+    let child = children["manifests"][0]["digest"].as_str().unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(blobs.join(&child[7..])).unwrap()).unwrap();
+    let layer = blobs.join(&manifest["layers"][0]["digest"].as_str().unwrap()[7..]);
+    // The same bytes, kept outside the layout and linked to: size and digest still match.
+    let outside = dir.path().join("outside");
+    fs::rename(&layer, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &layer).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let r = pack_layout(&format!("{}=images/x", layout.display()), out.path());
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: is a symbolic link that leaves the layout (to {})",
+            layer.display(),
+            outside.canonicalize().unwrap().display()
+        )),
+        "{stderr}"
+    );
+    assert!(!out.path().join("images/x").exists());
+}

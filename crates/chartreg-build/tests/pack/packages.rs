@@ -208,6 +208,42 @@ fn long_version() -> String {
     format!("1.0.0-{}", "a".repeat(130))
 }
 
+/// A chart package whose entries are written from raw GNU headers (the tar crate's builder
+/// refuses `..` and absolute names): each a name, a type flag, a link target and bytes,
+/// after a valid `x/Chart.yaml`.
+fn raw_package(entries: &[(&str, u8, &str, &[u8])]) -> Vec<u8> {
+    let chart = chart_yaml("x", "1.0.0");
+    let mut tar = Vec::new();
+    for (name, kind, link, data) in [("x/Chart.yaml", b'0', "", chart.as_bytes())]
+        .iter()
+        .chain(entries)
+    {
+        let mut header = tar::Header::new_gnu();
+        let gnu = header.as_gnu_mut().unwrap();
+        gnu.name[..name.len()].copy_from_slice(name.as_bytes());
+        gnu.linkname[..link.len()].copy_from_slice(link.as_bytes());
+        header.set_mode(0o644);
+        header.set_size(data.len() as u64);
+        header.set_entry_type(tar::EntryType::new(*kind));
+        header.set_cksum();
+        tar.extend_from_slice(header.as_bytes());
+        tar.extend_from_slice(data);
+        tar.resize(tar.len().next_multiple_of(512), 0);
+    }
+    tar.extend_from_slice(&[0; 1024]);
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+/// Nine levels of nine aliases.
+fn alias_bomb() -> String {
+    (1..10).fold("a0: &a0 [l, l, l, l, l, l, l, l, l]\n".to_owned(), |text, i| {
+        let p = i - 1;
+        format!("{text}a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n")
+    })
+}
+
 /// Each bad input, the file the message must name, and words it must contain.
 #[rstest]
 #[case::not_gzip("bad.tgz", b"just some text".to_vec(), "not a gzip file")]
@@ -241,6 +277,14 @@ fn long_version() -> String {
     chart("apiVersion: v2\nname: x\nversion: 1.0.0\ntype: plugin\n"),
     "must be `application` or `library`"
 )]
+#[case::parent_entry("bad.tgz", raw_package(&[("x/../../../tmp/pwned", b'0', "", b"x")]), "archive entry \"x/../../../tmp/pwned\" references the parent directory")]
+#[case::absolute_entry("bad.tgz", raw_package(&[("/tmp/pwned", b'0', "", b"x")]), "archive entry \"/tmp/pwned\" is an absolute path")]
+#[case::entry_beside_the_folder("bad.tgz", raw_package(&[("README.md", b'0', "", b"x")]), "archive entry \"README.md\" lies outside the chart's folder")]
+#[case::symlink_entry("bad.tgz", raw_package(&[("x/templates/a.yaml", b'2', "/etc/shadow", b"")]), "archive entry \"x/templates/a.yaml\" is a symbolic link to \"/etc/shadow\"")]
+#[case::fifo_entry("bad.tgz", raw_package(&[("x/templates/a.yaml", b'6', "", b"")]), "archive entry \"x/templates/a.yaml\" is a FIFO")]
+#[case::chart_yaml_twice("bad.tgz", raw_package(&[("x/Chart.yaml", b'0', "", b"name: other\nversion: 9.9.9\n")]), "archive entries \"x/Chart.yaml\" and \"x/Chart.yaml\" are both the chart's \"Chart.yaml\"")]
+#[case::alias_bomb("bad.tgz", chart(&format!("{}{}", chart_yaml("x", "1.0.0"), alias_bomb())), "invalid YAML in Chart.yaml: holds more than 65536 values")]
+#[case::deep_yaml("bad.tgz", chart(&format!("{}deep: {}{}\n", chart_yaml("x", "1.0.0"), "[".repeat(100_000), "]".repeat(100_000))), "invalid YAML in Chart.yaml: nests flow collections")]
 fn bad_packages_are_refused_and_nothing_changes(
     #[case] file: &str,
     #[case] data: Vec<u8>,
