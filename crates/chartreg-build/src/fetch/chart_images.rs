@@ -2,6 +2,11 @@
 //! with Helm, from annotations, from values) are fetched with them, each recorded in the lock
 //! with the charts that asked for it (`LockedImage::charts`).
 //!
+//! Each chart is rendered from where its package waits, before it takes its place: one whose
+//! images cannot be found (Helm refuses it, or it is stopped at a bound; `--static-fallback`
+//! takes the static ways' finding instead) fails, and what was staged for it is removed, so it
+//! leaves nothing in the charts folder (the lock is not written when anything fails).
+//!
 //! Without `--locked`, the closure of the charts just fetched joins the images file's tags.
 //! With `--locked`, the images the lock records as asked by charts are asked for too (so the
 //! lists are checked against the lock before anything is downloaded), and once the charts are
@@ -13,10 +18,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use super::charts::Pending;
 use super::lists::ImageSource;
-use super::problem::{Entry, Unlocked};
-use super::{FetchError, Lock, LockedChart, Options};
+use super::problem::{Entry, Failed, Problem, Unlocked};
+use super::transport::Bounded;
+use super::{FetchError, Fetched, Lock};
 use crate::chart_images::{self, ChartInput};
 
 /// What `--with-chart-images` is given.
@@ -30,42 +38,71 @@ pub struct WithChartImages {
 /// The tagged images the charts need: source, and the charts (`NAME:VERSION`) that asked.
 pub type Asked = BTreeMap<String, (ImageSource, BTreeSet<String>)>;
 
-/// The images of `charts` (the lock's entries just fetched, their files where the lock says).
-pub fn asked(
-    with: &WithChartImages,
-    options: &Options,
-    charts: &BTreeMap<String, LockedChart>,
-) -> Result<Asked, FetchError> {
-    let inputs = charts
-        .values()
-        .map(|chart| {
-            let path = crate::lock::resolved(&options.lock, &chart.file);
-            let package = std::fs::read(&path).map_err(|source| {
-                FetchError::ChartImages(Box::new(chart_images::Error::Read {
-                    path: path.clone(),
-                    source,
-                }))
-            })?;
-            Ok(ChartInput {
-                path,
-                package,
-                values: with.values.get(&chart.name).cloned().unwrap_or_default(),
-            })
-        })
-        .collect::<Result<Vec<_>, FetchError>>()?;
-    let closure = chart_images::find(&inputs, &with.options)
-        .map_err(|e| FetchError::ChartImages(Box::new(e)))?;
-    for warning in &closure.warnings {
-        eprintln!("chartreg-build: warning: {warning}");
-    }
+/// The images the charts `fetched` holds need, each chart rendered (`chart_images::find`) from
+/// where its package waits, before it takes its place. A chart whose images cannot be found
+/// (Helm refused it, or it was stopped at a bound: see `--static-fallback`) becomes a failure
+/// of that chart, and what was staged for it is removed.
+pub fn asked(with: &WithChartImages, fetched: &mut Fetched<Pending>) -> Asked {
     let mut asked = Asked::new();
+    let keys: Vec<String> = fetched.locked.keys().cloned().collect();
+    for key in keys {
+        let Some(pending) = fetched.locked.get(&key) else {
+            continue;
+        };
+        match closure_of(with, pending) {
+            Ok(closure) => add(&mut asked, &closure),
+            Err(e) => {
+                if let Some(pending) = fetched.locked.remove(&key) {
+                    pending.discard();
+                }
+                fetched.failures.push(Failed {
+                    entry: Entry::Chart(key),
+                    problem: Problem::ChartImages(Arc::new(e)),
+                });
+            }
+        }
+    }
+    asked
+}
+
+/// The images of the chart `pending`, read and rendered from where its package is now.
+fn closure_of(
+    with: &WithChartImages,
+    pending: &Pending,
+) -> Result<chart_images::Closure, chart_images::Error> {
+    let path = pending.package().to_owned();
+    let package =
+        chartreg_core::file::read_limited(&path, Bounded::Package.bytes()).map_err(|source| {
+            chart_images::Error::Read {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    let input = ChartInput {
+        path,
+        package,
+        values: with
+            .values
+            .get(&pending.locked.name)
+            .cloned()
+            .unwrap_or_default(),
+    };
+    chart_images::find(&[input], &with.options)
+}
+
+/// Adds the tagged images `closure` needs to `asked`; warns of the rest (escaped, `crate::cli`:
+/// they quote the charts and Helm).
+fn add(asked: &mut Asked, closure: &chart_images::Closure) {
+    for warning in &closure.warnings {
+        crate::cli::warn(warning);
+    }
     for (image, charts) in closure.needed() {
         let Some(tag) = image.tag() else {
-            eprintln!(
-                "chartreg-build: warning: {image} (needed by {}) is pinned by digest only, and \
-                 fetch takes tags: not fetched",
+            crate::cli::warn(format_args!(
+                "{image} (needed by {}) is pinned by digest only, and fetch takes tags: not \
+                 fetched",
                 charts.into_iter().collect::<Vec<_>>().join(", ")
-            );
+            ));
             continue;
         };
         let source = ImageSource {
@@ -78,7 +115,6 @@ pub fn asked(
             .or_insert_with(|| (source, BTreeSet::new()));
         entry.1.extend(charts.into_iter().map(str::to_owned));
     }
-    Ok(asked)
 }
 
 /// The images `lock` records as asked by charts.

@@ -1,11 +1,14 @@
 //! `chartreg-build fetch`: the flags, and [`run`], which finds the lists and the policy (given,
 //! or the ones the lock was made from), fetches ([`super::fetch`]) and prints what changed in
-//! the lock, who signed what, and the policy's warnings.
+//! the lock, who signed what, and the policy's warnings: each line escaped (`crate::cli`), as
+//! they quote upstream (chart names, URLs, signers), each entry on its line
+//! (`problem::one_line`).
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use super::problem::one_line;
 use super::{CaFileError, FetchError, Lock, Options, Transport, Verifier};
 
 /// Why `fetch` did not run or did not finish.
@@ -205,7 +208,7 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         .map(|v| v.notes())
         .unwrap_or_default();
     for warning in &notes.warnings {
-        eprintln!("chartreg-build: warning: {warning}");
+        crate::cli::warn(warning);
     }
     let report = fetched?;
     let lock_state = if options.locked {
@@ -215,17 +218,18 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
     } else {
         "updated"
     };
-    println!(
+    let summary = format!(
         "fetched {} charts, {} images; lock {lock_state} {}",
         report.charts,
         report.images,
         options.lock.display()
     );
+    crate::cli::print_line(summary);
     for change in &report.changes {
-        println!("  {change}");
+        crate::cli::print_line(format_args!("  {}", one_line(change)));
     }
     for line in &notes.verified {
-        println!("  verified {line}");
+        crate::cli::print_line(format_args!("  verified {}", one_line(line)));
     }
     Ok(())
 }

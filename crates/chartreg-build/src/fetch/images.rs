@@ -187,8 +187,12 @@ async fn take_tag(
     if !asked.platforms.is_empty()
         && media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index)
     {
-        let mut index: ImageIndex = serde_json::from_slice(&data)
-            .map_err(|e| Problem::Invalid(format!("index {digest}: {e}")))?;
+        let mut index: ImageIndex = serde_json::from_slice(&data).map_err(|e| {
+            Problem::Invalid(format!(
+                "index {digest}: {}",
+                super::transport::quoted(&e.to_string())
+            ))
+        })?;
         let before = index.manifests.len();
         index
             .manifests

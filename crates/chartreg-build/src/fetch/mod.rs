@@ -4,12 +4,16 @@
 //! 1. The lists are read (`lists`): chart versions from classic repositories and `chartURLs`
 //!    (`oci://...` or packages), image tags by registry.
 //! 2. Charts are fetched in parallel (`helm_repo` for classic repositories, `oci` for OCI
-//!    ones), each written as `<charts>/<name>-<version>.tgz` (and `.prov`), for `pack`; images,
-//!    a repository at a time, into OCI image layouts (`images`), with their referrers.
-//!    Files already there with the right digest are not downloaded again; every download is
-//!    checked before it replaces anything (`transport`).
+//!    ones), each staged beside `<charts>/<name>-<version>.tgz` (and `.prov`), read as the
+//!    chart it must be (`charts`); images, a repository at a time, into OCI image layouts
+//!    (`images`), with their referrers. Files already there with the right digest are not
+//!    downloaded again; every download is bounded and checked before it replaces anything
+//!    (`transport`).
 //! 3. With `--config FILE`, the content file's `verify:` policy checks each chart and image
-//!    before it takes its place (`verify`): a refusal fails the entry.
+//!    before it takes its place (`verify`): a refusal fails the entry. With
+//!    `--with-chart-images`, each chart is rendered from where it waits (`chart_images`): one
+//!    whose images cannot be found fails, and leaves nothing. The charts left then take their
+//!    places.
 //! 4. The lock (`lock`) records what each entry resolved to, and who signed it. Without
 //!    `--locked` it is rewritten and what changed is printed; with `--locked`, any difference
 //!    from it (an upstream re-push, a list asking for other entries, other signers) is an error
@@ -153,10 +157,15 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         charts_file: &charts_file,
         images_file: &images_file,
     };
-    let charts = fetch_charts(options, lists, &chart_sources, pinned, &progress).await;
-    let mut asked_by_charts = chart_images::Asked::new();
-    if let (Some(with), true) = (&options.chart_images, charts.failures.is_empty()) {
-        asked_by_charts = chart_images::asked(with, options, &charts.locked)?;
+    let mut fetched = fetch_charts(options, lists, &chart_sources, pinned, &progress).await;
+    // Rendered from where they wait, before they take their places: a chart whose images
+    // cannot be found fails, and leaves nothing.
+    let asked_by_charts = match &options.chart_images {
+        Some(with) => chart_images::asked(with, &mut fetched),
+        None => chart_images::Asked::new(),
+    };
+    let charts = place(fetched);
+    if options.chart_images.is_some() && charts.failures.is_empty() {
         if let Some(pinned) = pinned {
             chart_images::check_locked(&asked_by_charts, pinned)?;
         }
@@ -217,14 +226,14 @@ impl<T> Default for Fetched<T> {
 }
 
 /// Charts: each classic repository's index once, then every version in parallel (`pinned`:
-/// the lock, with `--locked`).
+/// the lock, with `--locked`), each checked and waiting beside its place.
 async fn fetch_charts(
     options: &Options,
     lists: Lists<'_>,
     chart_sources: &[ChartSource],
     pinned: Option<&Lock>,
     progress: &progress::Progress,
-) -> Fetched<LockedChart> {
+) -> Fetched<charts::Pending> {
     let mut fetched = Fetched::default();
     let mut indexes = BTreeMap::new();
     for name in chart_sources.iter().filter_map(|s| match s {
@@ -264,7 +273,7 @@ async fn fetch_charts(
         }
     }
     let locked_charts = pinned.map(|l| &l.charts);
-    let results: Vec<(String, Result<LockedChart, Problem>)> =
+    let results: Vec<(String, Result<charts::Pending, Problem>)> =
         futures_util::stream::iter(chart_sources.iter())
             .map(|source| {
                 let key = source.describe(lists.charts_file);
@@ -298,6 +307,27 @@ async fn fetch_charts(
     fetched
 }
 
+/// Puts every chart that waits in `fetched` in its place: what the lock records of each, and
+/// the failures, with any chart that could not be put in place.
+fn place(fetched: Fetched<charts::Pending>) -> Fetched<LockedChart> {
+    let mut placed = Fetched {
+        locked: BTreeMap::new(),
+        failures: fetched.failures,
+    };
+    for (key, chart) in fetched.locked {
+        match chart.place() {
+            Ok(locked) => {
+                placed.locked.insert(key, locked);
+            }
+            Err(problem) => placed.failures.push(Failed {
+                entry: Entry::Chart(key),
+                problem,
+            }),
+        }
+    }
+    placed
+}
+
 /// Images: a repository at a time (its layout is one folder), repositories in parallel
 /// (`pinned`: the lock, with `--locked`).
 async fn fetch_images(
@@ -322,8 +352,21 @@ async fn fetch_images(
                 let task = progress.task(&format!("{registry_host}/{repository}"));
                 let images_file = lists.images_file;
                 async move {
-                    let registry =
-                        oci::Registry::for_host(registry_host, &options.transport, images_file);
+                    let key_of = |tag: &str| format!("{registry_host}/{repository}:{tag}");
+                    let registry = match oci::Registry::for_host(
+                        registry_host,
+                        &options.transport,
+                        images_file,
+                    ) {
+                        Ok(registry) => registry,
+                        Err(problem) => {
+                            task.finish(&Err::<(), _>(problem.clone()));
+                            return tags
+                                .iter()
+                                .map(|tag| (key_of(tag), Err(problem.clone())))
+                                .collect::<Vec<_>>();
+                        }
+                    };
                     let image = ImageSource {
                         registry: registry_host.clone(),
                         repository: repository.clone(),
@@ -374,7 +417,6 @@ async fn fetch_images(
                     };
                     let copied = images::copy_repository(&registry, repository, &dir, &asked).await;
                     let layout = options.recorded(&dir);
-                    let key_of = |tag: &str| format!("{registry_host}/{repository}:{tag}");
                     let out: Vec<(String, Result<LockedImage, Problem>)> = match copied {
                         Ok(copied) => tags
                             .iter()

@@ -1,9 +1,15 @@
 //! Why a fetch failed: a [`Problem`] with one entry (retried while it is a transient
 //! [`Failure`]), each failed entry named ([`Failed`], [`Entry`]), entries only one of the lists
-//! and the lock holds ([`Unlocked`]), and the [`FetchError`] that gathers them.
+//! and the lock holds ([`Unlocked`]), and the [`FetchError`] that gathers them. An entry's name
+//! is shown on its one line ([`one_line`]): names come from the lists and from upstream.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use chartreg_core::shown::escaped;
+
+use super::transport::Bounded;
 use super::{lists, versions};
 
 /// What went wrong with one entry.
@@ -67,6 +73,89 @@ pub enum Problem {
     /// With `--locked`: the lock records other signers than the ones found now.
     #[error("the lock records it verified by {locked}; now {now}")]
     NotAsLocked { locked: String, now: String },
+    /// A download past its bound (`from`: the URL or digest).
+    #[error("{from}: {}", bound.exceeded())]
+    TooLarge { from: String, bound: Bounded },
+    /// A classic repository's index with more nodes than the YAML parser may hold.
+    #[error(
+        "{url}: {nodes} lines and items, more than the {} fetch reads of an index (the YAML \
+         parser holds each in memory)",
+        super::helm_repo::INDEX_NODES
+    )]
+    IndexTooLarge { url: String, nodes: usize },
+    /// A classic repository's index whose YAML is refused before it is parsed (in an `Arc`: the
+    /// error is not `Clone`).
+    #[error("{url}: {source}")]
+    IndexYaml {
+        url: String,
+        source: Arc<crate::yaml::YamlError>,
+    },
+    /// A classic repository's index the YAML parser did not read in time.
+    #[error(
+        "{url}: not read within {}, the most fetch gives the YAML parser for an index",
+        humantime::format_duration(*within)
+    )]
+    IndexTooSlow {
+        url: String,
+        within: std::time::Duration,
+    },
+    /// The thread that reads an index could not be started (in an `Arc`: `std::io::Error` is
+    /// not `Clone`).
+    #[error("cannot start a thread to read the index: {0}")]
+    Thread(Arc<std::io::Error>),
+    /// A chart name the charts file asks for that is no chart's (in an `Arc`: a `Problem` is
+    /// `Clone`, and the name's error is not).
+    #[error("invalid chart name {name:?}: it {reason}")]
+    ChartName {
+        name: String,
+        reason: Arc<crate::pack::chart_name::ChartNameError>,
+    },
+    /// A classic repository's index lists the chart at a version Helm does not accept: it is
+    /// never part of a file name.
+    #[error(
+        "the index lists it as version {version:?}, not a version Helm accepts (a semantic \
+         version as Helm reads one, which can be an OCI tag)"
+    )]
+    ListedVersion { version: String },
+    /// A URL the index lists that is neither http nor https.
+    #[error("the index lists it at {url:?}: only http and https URLs are fetched")]
+    UrlScheme { url: String },
+    /// The package is no chart Helm loads (in an `Arc`: `crate::pack::Problem` is not `Clone`).
+    #[error("not a chart package Helm loads: {0}")]
+    NotAChart(Arc<crate::pack::Problem>),
+    /// The package holds another chart, or another version, than the one asked for.
+    #[error(
+        "the package is chart {:?} version {:?}, but {listed_by} lists it as {:?} version {:?}",
+        package.0, package.1, asked.0, asked.1
+    )]
+    NotAsListed {
+        /// The name and version asked for.
+        asked: (String, String),
+        /// The name and version in the package's Chart.yaml.
+        package: (String, String),
+        /// What lists it: `the index`, `the registry`.
+        listed_by: &'static str,
+    },
+    /// A file fetch writes or reads back (in an `Arc`: `std::io::Error` is not `Clone`).
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    /// `--with-chart-images`: the chart's images cannot be found (its render refused, or
+    /// stopped at a bound); in an `Arc`: the error is not `Clone`.
+    #[error("--with-chart-images: {0}")]
+    ChartImages(Arc<crate::chart_images::Error>),
+}
+
+impl Problem {
+    /// The file `path` could not be written or read.
+    pub fn file(path: &std::path::Path, source: std::io::Error) -> Problem {
+        Problem::File {
+            path: path.to_owned(),
+            source: Arc::new(source),
+        }
+    }
 }
 
 impl From<chartreg_core::oci::gojson::Unwritable> for Problem {
@@ -108,9 +197,6 @@ pub enum FetchError {
     /// Entries that failed, sorted by how they read.
     #[error("{}", lines(.0))]
     Entries(Vec<Failed>),
-    /// `--with-chart-images`: the charts' images could not be found (boxed: rare and large).
-    #[error("--with-chart-images: {0}")]
-    ChartImages(Box<crate::chart_images::Error>),
     /// With `--locked`: entries the lists and the lock do not both hold.
     #[error("{}\n(--locked: run fetch without --locked to update the lock)", lines(.0))]
     Unlocked(Vec<Unlocked>),
@@ -144,11 +230,24 @@ pub enum Entry {
 impl std::fmt::Display for Entry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Entry::Repository { name, url } => write!(f, "repository {name} ({url})"),
-            Entry::Chart(key) => write!(f, "chart {key}"),
-            Entry::Image(key) => write!(f, "image {key}"),
+            Entry::Repository { name, url } => {
+                write!(f, "repository {} ({})", one_line(name), one_line(url))
+            }
+            Entry::Chart(key) => write!(f, "chart {}", one_line(key)),
+            Entry::Image(key) => write!(f, "image {}", one_line(key)),
         }
     }
+}
+
+/// An entry's name as a message shows it: on the one line it names (a line break or tab in it
+/// written out, as [`escaped`] writes control characters), so that no name passes for a line
+/// of the tool's own.
+pub fn one_line(name: &str) -> Cow<'_, str> {
+    if !name.contains(['\n', '\t']) {
+        return escaped(name);
+    }
+    let written = name.replace('\n', "\\u{a}").replace('\t', "\\u{9}");
+    Cow::Owned(escaped(&written).into_owned())
 }
 
 /// One entry that failed, and why.
@@ -170,4 +269,26 @@ pub enum Unlocked {
     ChartsNeed(Entry),
     #[error("{0}: in the lock as an image the charts need, but none does now")]
     ChartsNoLongerNeed(Entry),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_named_on_their_line_with_control_characters_written_out() {
+        let forged = Entry::Chart(
+            "evil\nchartreg-build: wrote assets (0 charts) 1.0.0 from http://r.test/".into(),
+        );
+        assert_eq!(
+            forged.to_string(),
+            "chart evil\\u{a}chartreg-build: wrote assets (0 charts) 1.0.0 from http://r.test/"
+        );
+        let escapes = Entry::Chart("ctl\u{1b}[2J\u{202e}x\t1.0.0".into());
+        assert_eq!(
+            escapes.to_string(),
+            "chart ctl\\u{1b}[2J\\u{202e}x\\u{9}1.0.0"
+        );
+        assert!(matches!(one_line("hello 1.0.0"), Cow::Borrowed(_)));
+    }
 }

@@ -1,10 +1,15 @@
 //! What fetch shows while it works: on a terminal, a spinner per download in progress
 //! (indicatif) and a line per download finished; otherwise (CI logs, pipes) the lines alone, so
-//! that a log reads the same however it was made.
+//! that a log reads the same however it was made. Names and problems quote the lists and
+//! upstream (chart names, URLs, registries' messages): each is shown on its line, escaped
+//! (`problem::one_line`, `chartreg_core::shown::escaped`).
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use chartreg_core::shown::escaped;
+
 use super::Problem;
+use super::problem::one_line;
 
 /// The progress of one fetch.
 pub struct Progress {
@@ -29,19 +34,20 @@ impl Progress {
 
     /// Starts showing `name`.
     pub fn task(&self, name: &str) -> Task<'_> {
+        let name = one_line(name).into_owned();
         let bar = self.bars.as_ref().map(|bars| {
             let bar = bars.add(ProgressBar::new_spinner());
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
-            bar.set_message(name.to_owned());
+            bar.set_message(name.clone());
             bar.enable_steady_tick(std::time::Duration::from_millis(120));
             bar
         });
         Task {
             progress: self,
-            name: name.to_owned(),
+            name,
             bar,
         }
     }
@@ -71,9 +77,11 @@ impl Task<'_> {
         }
         match result {
             Ok(_) => self.progress.line(&format!("fetched {}", self.name)),
-            Err(problem) => self
-                .progress
-                .line(&format!("failed  {}: {problem}", self.name)),
+            Err(problem) => self.progress.line(&format!(
+                "failed  {}: {}",
+                self.name,
+                escaped(&problem.to_string())
+            )),
         }
     }
 }

@@ -16,7 +16,7 @@ use chartreg_core::oci::{Digest, media_type};
 
 use super::Problem;
 use super::oci::Registry;
-use super::transport::existing_sha256;
+use super::transport::{existing_sha256, quoted};
 
 /// One repository's layout being filled.
 pub(super) struct Filling<'a> {
@@ -42,8 +42,9 @@ impl Filling<'_> {
     }
 
     /// A blob into the layout: linked from the previous layout when it holds it with its
-    /// digest, else downloaded.
-    pub(super) async fn blob(&mut self, digest: &str) -> Result<(), Problem> {
+    /// digest, else downloaded (never more than the size `blob` gives).
+    pub(super) async fn blob(&mut self, blob: &Descriptor) -> Result<(), Problem> {
+        let digest = blob.digest.as_str();
         if !self.blobs.insert(digest.to_owned()) {
             return Ok(());
         }
@@ -59,7 +60,7 @@ impl Filling<'_> {
             return Ok(());
         }
         self.registry
-            .blob(self.repository, digest, &path)
+            .blob(self.repository, blob, &path)
             .await
             .map(|_| ())
     }
@@ -96,8 +97,9 @@ impl Filling<'_> {
         let kind = media_type::of_manifest(data);
         let mut platforms = Vec::new();
         if media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index) {
-            let index: ImageIndex = serde_json::from_slice(data)
-                .map_err(|e| Problem::Invalid(format!("index {digest}: {e}")))?;
+            let index: ImageIndex = serde_json::from_slice(data).map_err(|e| {
+                Problem::Invalid(format!("index {digest}: {}", quoted(&e.to_string())))
+            })?;
             for child in &index.manifests {
                 if let Some(p) = &child.platform {
                     platforms.push(p.to_string());
@@ -112,10 +114,11 @@ impl Filling<'_> {
                 Box::pin(self.take(&child_data, &child_digest, depth + 1)).await?;
             }
         } else {
-            let m: ImageManifest = serde_json::from_slice(data)
-                .map_err(|e| Problem::Invalid(format!("manifest {digest}: {e}")))?;
+            let m: ImageManifest = serde_json::from_slice(data).map_err(|e| {
+                Problem::Invalid(format!("manifest {digest}: {}", quoted(&e.to_string())))
+            })?;
             for blob in std::iter::once(&m.config).chain(&m.layers) {
-                self.blob(blob.digest.as_str()).await?;
+                self.blob(blob).await?;
             }
         }
         Ok(platforms)

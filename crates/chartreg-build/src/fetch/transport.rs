@@ -9,6 +9,12 @@
 //! - A download goes to a temporary file beside its target, is hashed as it arrives, checked
 //!   against the digest it must have, and only then renamed into place: an interrupted or failed
 //!   fetch leaves the previous file, or none, never a partial one.
+//! - Every download is bounded ([`Bounded`]): a repository index at 256 MiB, a chart package at
+//!   101 MiB, a `.prov` at 1 MiB, an OCI manifest, index or tag list at 4 MiB, a blob at the size
+//!   its descriptor gives. A source that says it will send more (`Content-Length`) is refused
+//!   before its body is read; one that sends more is cut off at the bound, and refused.
+//! - What a source answers in an error (a body, a registry's message) is quoted [`quoted`]: its
+//!   first 512 characters, on one line.
 //! - Timeouts, connection failures and 5xx answers are retried (4 tries, 0.5 s doubling between
 //!   them); 404, 401 and 403 are not.
 
@@ -33,6 +39,132 @@ pub struct Transport {
 
 const TRIES: u32 = 4;
 const FIRST_PAUSE: Duration = Duration::from_millis(500);
+
+/// What a download is, which bounds how many bytes of it are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bounded {
+    /// A classic repository's `index.yaml`: 256 MiB (the largest public ones, bitnami's among
+    /// them, are tens of MiB).
+    Index,
+    /// A chart package: Helm loads no chart that decompresses to more than 100 MiB, and
+    /// deflate adds at most a few bytes per 64 KiB block; 1 MiB over that.
+    Package,
+    /// A `.prov` (a signed Chart.yaml and the package's digest): 1 MiB.
+    Provenance,
+    /// An OCI manifest or index (a referrers index, a tag list too): 4 MiB, the most
+    /// registries take (distribution refuses larger ones).
+    Manifest,
+    /// A blob: exactly the size its descriptor gives.
+    Blob(u64),
+}
+
+impl Bounded {
+    /// The most bytes read of it.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Bounded::Index => 256 << 20,
+            Bounded::Package => crate::pack::MAX_DECOMPRESSED + (1 << 20),
+            Bounded::Provenance => 1 << 20,
+            Bounded::Manifest => 4 << 20,
+            Bounded::Blob(size) => size,
+        }
+    }
+
+    /// Why more than [`Bounded::bytes`] is refused.
+    pub fn exceeded(self) -> String {
+        let mib = self.bytes() >> 20;
+        match self {
+            Bounded::Index => {
+                format!("larger than {mib} MiB, the most fetch reads of a repository index")
+            }
+            Bounded::Package => format!(
+                "larger than {mib} MiB, the most fetch downloads of a chart package (Helm loads \
+                 no chart larger than {} MiB decompressed)",
+                crate::pack::MAX_DECOMPRESSED >> 20
+            ),
+            Bounded::Provenance => {
+                format!("larger than {mib} MiB, the most fetch downloads of a provenance file")
+            }
+            Bounded::Manifest => format!(
+                "larger than {mib} MiB, the most fetch reads of a manifest, index or tag list \
+                 (registries take none larger)"
+            ),
+            Bounded::Blob(size) => {
+                format!("more than the {size} bytes its descriptor gives")
+            }
+        }
+    }
+}
+
+/// How many characters of a source's own words (an error body, a registry's message) a
+/// message quotes.
+pub const QUOTED: usize = 512;
+
+/// `text`, a source's own words, as a message quotes them: its first [`QUOTED`] characters,
+/// trimmed, on one line (line breaks as spaces), ` [...]` where it was cut. (Control characters
+/// are escaped where messages are printed.)
+pub fn quoted(text: &str) -> String {
+    let text = text.trim();
+    let mut out: String = text
+        .chars()
+        .take(QUOTED)
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    if text.chars().nth(QUOTED).is_some() {
+        out.push_str(" [...]");
+    }
+    out
+}
+
+/// Refuses a response whose `Content-Length` says it is larger than `bound`.
+pub fn check_length(
+    response: &reqwest::Response,
+    bound: Bounded,
+    from: &str,
+) -> Result<(), Problem> {
+    match response.content_length() {
+        Some(length) if length > bound.bytes() => Err(Problem::TooLarge {
+            from: from.to_owned(),
+            bound,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The body of `response`, at most `bound`'s bytes of it: more is refused, the rest of the body
+/// unread.
+pub async fn read_bounded(
+    mut response: reqwest::Response,
+    bound: Bounded,
+    from: &str,
+) -> Result<Vec<u8>, Failure> {
+    check_length(&response, bound, from).map_err(Failure::Final)?;
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| classify_http(&e))? {
+        if (body.len() + chunk.len()) as u64 > bound.bytes() {
+            return Err(Failure::Final(Problem::TooLarge {
+                from: from.to_owned(),
+                bound,
+            }));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The first [`QUOTED`] characters' worth of an error answer's body, quoted (see [`quoted`]);
+/// the rest is not read.
+pub async fn error_body(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    // Four bytes a character at most.
+    while body.len() < QUOTED * 4 {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    quoted(&String::from_utf8_lossy(&body))
+}
 
 /// The host of `host[:port]`, without brackets.
 fn host_only(registry: &str) -> &str {
@@ -178,12 +310,13 @@ where
     }
 }
 
-/// What a request's failure is: transient (retry) or final.
+/// What a request's failure is: transient (retry) or final (what it says quoted, bounded: a
+/// server's certificate names what it likes).
 pub fn classify_http(e: &reqwest::Error) -> Failure {
     if let Some(status) = e.status() {
-        return status_failure(status.as_u16(), e.to_string());
+        return status_failure(status.as_u16(), quoted(&e.to_string()));
     }
-    let text = error_chain(e);
+    let text = quoted(&error_chain(e));
     if text.contains("certificate") || text.contains("tls") || text.contains("TLS") {
         return Failure::Final(Problem::Tls(text));
     }
@@ -215,24 +348,32 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// A file being downloaded: written beside its target, renamed into place once checked.
+/// A file being downloaded: written beside its target, at most its bound's bytes of it,
+/// renamed into place once checked.
 pub struct Partial {
     temp: PathBuf,
     target: PathBuf,
     file: std::io::BufWriter<std::fs::File>,
     hasher: Sha256,
     size: u64,
+    bound: Bounded,
+    /// Where the bytes come from (a URL, a digest), for the error that refuses more of them.
+    from: String,
 }
 
 impl Partial {
-    pub fn create(target: &Path) -> Result<Partial, Problem> {
+    /// A download from `from` (a URL, a digest) of what `bound` says, to `target`.
+    pub fn create(target: &Path, bound: Bounded, from: &str) -> Result<Partial, Problem> {
         let dir = target.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| Problem::Io(format!("{}: {e}", dir.display())))?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let temp = dir.join(format!(".{name}.part-{}", std::process::id()));
+        // Downloads at once each write their own (two entries may name one file).
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = dir.join(format!(".{name}.part-{}-{n}", std::process::id()));
         let file = std::fs::File::create(&temp)
             .map_err(|e| Problem::Io(format!("{}: {e}", temp.display())))?;
         Ok(Partial {
@@ -241,10 +382,19 @@ impl Partial {
             file: std::io::BufWriter::new(file),
             hasher: Sha256::new(),
             size: 0,
+            bound,
+            from: from.to_owned(),
         })
     }
 
+    /// Appends `chunk`; refused (and nothing of it written) when it would pass the bound.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), Problem> {
+        if self.size + chunk.len() as u64 > self.bound.bytes() {
+            return Err(Problem::TooLarge {
+                from: self.from.clone(),
+                bound: self.bound,
+            });
+        }
         self.hasher.update(chunk);
         self.size += chunk.len() as u64;
         self.file
@@ -330,12 +480,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("a.tgz");
         std::fs::write(&target, b"old").unwrap();
-        let mut partial = Partial::create(&target).unwrap();
+        let mut partial = Partial::create(&target, Bounded::Package, "test").unwrap();
         partial.write(b"new").unwrap();
         let e = partial.finish(Some([0; 32])).unwrap_err();
         assert!(matches!(e, Problem::DigestMismatch { .. }), "{e}");
         assert_eq!(std::fs::read(&target).unwrap(), b"old");
-        let mut partial = Partial::create(&target).unwrap();
+        let mut partial = Partial::create(&target, Bounded::Package, "test").unwrap();
         partial.write(b"new").unwrap();
         drop(partial);
         assert_eq!(
@@ -344,5 +494,132 @@ mod tests {
             "no temporary file left"
         );
         assert_eq!(std::fs::read(&target).unwrap(), b"old");
+    }
+
+    #[test]
+    fn a_download_past_its_bound_is_refused_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("blob");
+        let mut partial = Partial::create(&target, Bounded::Blob(4), "sha256:abc").unwrap();
+        partial.write(b"abc").unwrap();
+        let e = partial.write(b"de").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "sha256:abc: more than the 4 bytes its descriptor gives"
+        );
+        drop(partial);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn each_bound_says_what_it_bounds() {
+        assert_eq!(Bounded::Index.bytes(), 256 << 20);
+        assert_eq!(Bounded::Package.bytes(), 101 << 20);
+        assert_eq!(Bounded::Provenance.bytes(), 1 << 20);
+        assert_eq!(Bounded::Manifest.bytes(), 4 << 20);
+        for (bound, says) in [
+            (
+                Bounded::Index,
+                "larger than 256 MiB, the most fetch reads of a repository index",
+            ),
+            (
+                Bounded::Manifest,
+                "larger than 4 MiB, the most fetch reads of a manifest, index or tag list \
+                 (registries take none larger)",
+            ),
+            (
+                Bounded::Provenance,
+                "larger than 1 MiB, the most fetch downloads of a provenance file",
+            ),
+        ] {
+            assert_eq!(bound.exceeded(), says);
+        }
+    }
+
+    #[test]
+    fn a_sources_words_are_quoted_on_one_line_and_bounded() {
+        assert_eq!(quoted("  not found\r\n"), "not found");
+        assert_eq!(quoted("a\nb"), "a b");
+        let long = "é".repeat(QUOTED + 1);
+        let shown = quoted(&long);
+        assert_eq!(shown.chars().count(), QUOTED + " [...]".len());
+        assert!(shown.ends_with(" [...]"));
+    }
+
+    /// A server on 127.0.0.1 that answers one request with `head` and `body` (written in
+    /// pieces until the client stops reading), then closes.
+    fn answer_once(head: String, body: Vec<u8>) -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(head.as_bytes());
+            for piece in body.chunks(64 << 10) {
+                if stream.write_all(piece).is_err() {
+                    break;
+                }
+            }
+        });
+        format!("http://{addr}/x")
+    }
+
+    fn get(url: &str, bound: Bounded) -> Result<Vec<u8>, Problem> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let response = Transport::default()
+                .http_client(true)?
+                .get(url)
+                .send()
+                .await
+                .map_err(|e| Problem::Network(e.to_string()))?;
+            read_bounded(response, bound, url)
+                .await
+                .map_err(|(Failure::Final(p) | Failure::Transient(p))| p)
+        })
+    }
+
+    #[test]
+    fn a_body_is_read_within_its_bound() {
+        let url = answer_once(
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n".into(),
+            b"hello".to_vec(),
+        );
+        assert_eq!(get(&url, Bounded::Manifest).unwrap(), b"hello");
+    }
+
+    #[test]
+    fn a_body_said_to_be_larger_than_its_bound_is_not_read() {
+        let url = answer_once(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                Bounded::Manifest.bytes() + 1
+            ),
+            Vec::new(),
+        );
+        let e = get(&url, Bounded::Manifest).unwrap_err();
+        assert!(matches!(e, Problem::TooLarge { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{url}: larger than 4 MiB")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_body_that_goes_on_past_its_bound_is_cut_off() {
+        // No length said: read until the bound, then refused.
+        let url = answer_once(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".into(),
+            vec![b'x'; (Bounded::Manifest.bytes() + (1 << 20)) as usize],
+        );
+        let e = get(&url, Bounded::Manifest).unwrap_err();
+        assert!(matches!(e, Problem::TooLarge { .. }), "{e}");
     }
 }

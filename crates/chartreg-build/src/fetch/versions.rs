@@ -7,6 +7,17 @@
 //! that meets it. A bare version is never read as a range (the semver crate would read `1.2.0`
 //! as `^1.2.0`; Helm's semver reads it as `=1.2.0`).
 
+/// Whether `version` is a chart version Helm accepts and pack can serve (Helm's semver reads
+/// it, and it is an OCI tag once `+` is written `_`): so no `/`, no leading `.` or `-`, nothing
+/// a file name or a command line would read otherwise.
+pub fn helm_accepts(version: &str) -> bool {
+    chartreg_core::oci::version::order(version).is_some()
+        && version
+            .replace('+', "_")
+            .parse::<chartreg_core::oci::Tag>()
+            .is_ok()
+}
+
 /// A version string read: exact, or a range.
 enum Asked {
     Exact(Option<semver::Version>),
@@ -66,10 +77,17 @@ pub fn find<'a>(
 /// How many versions an error lists.
 const NEAREST: usize = 5;
 
+/// The longest version an error lists (the longest OCI tag).
+const NEAREST_LEN: usize = 128;
+
 /// The versions of `available` nearest to `asked`: around where it would sort when it is a
-/// version, else the newest; in version order.
+/// version, else the newest; in version order. What is longer than a tag may be (an index's
+/// megabyte of text) is no neighbour: messages quote these.
 pub fn nearest<'a>(asked: &str, available: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let available: Vec<&str> = available.into_iter().collect();
+    let available: Vec<&str> = available
+        .into_iter()
+        .filter(|v| v.len() <= NEAREST_LEN)
+        .collect();
     let mut versions: Vec<(semver::Version, &str)> = available
         .iter()
         .filter_map(|v| Some((parse(v)?, *v)))
@@ -151,11 +169,46 @@ mod tests {
     }
 
     #[test]
+    fn versions_longer_than_a_tag_are_never_listed() {
+        let long = format!("1.0.0-{}", "a".repeat(200));
+        assert_eq!(nearest("1.0.0", ["0.9.0", long.as_str()]), ["0.9.0"]);
+    }
+
+    #[test]
     fn few_versions_are_all_listed_and_tags_that_are_none_by_name() {
         assert_eq!(nearest("5.0.0", ["1.0.0", "2.0.0"]), ["1.0.0", "2.0.0"]);
         assert_eq!(nearest("v2", ["v1", "latest", "v3.1"]), ["v1", "v3.1"]);
         assert_eq!(nearest("x", ["stable", "latest"]), ["latest", "stable"]);
         assert_eq!(listed(&nearest("5.0.0", [])), "");
         assert_eq!(listed(&["1.0.0".to_owned()]), " (nearest it has: 1.0.0)");
+    }
+
+    #[rstest]
+    #[case("1.2.3")]
+    #[case("v1.16.1")]
+    #[case("1.2")]
+    #[case("1")]
+    #[case("01.002.3")]
+    #[case("1.0.0-rc.1")]
+    #[case("1.0.0+build.7")]
+    fn versions_helm_accepts_are_taken(#[case] version: &str) {
+        assert!(helm_accepts(version), "{version}");
+    }
+
+    #[rstest]
+    #[case::traversal("../../x")]
+    #[case::slash("1.0.0/../../x")]
+    #[case::flag("--output-dir=written-by-helm")]
+    #[case::values_flag("--values=/etc/shadow")]
+    #[case::empty("")]
+    #[case::four_numbers("1.2.3.4")]
+    #[case::leading_zero_prerelease("1.0.0-01")]
+    #[case::space("1.0.0 ")]
+    #[case::escape("1.0.0-\u{1b}[2J")]
+    #[case::too_long_for_a_tag(
+        "1.0.0-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    )]
+    fn versions_helm_refuses_or_no_tag_holds_are_refused(#[case] version: &str) {
+        assert!(!helm_accepts(version), "{version}");
     }
 }

@@ -420,6 +420,20 @@ fn https_sources_are_verified_against_the_ca_file() {
     unverified.fetch_ok(&["--helm-charts-file", "charts.yaml"]);
 }
 
+/// `package` with the same files, compressed again (other bytes).
+fn recompressed(package: &[u8]) -> Vec<u8> {
+    use std::io::{Read as _, Write as _};
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(package)
+        .read_to_end(&mut tar)
+        .expect("a gzip package");
+    let mut gz = flate2::GzBuilder::new()
+        .mtime(1_700_000_000)
+        .write(Vec::new(), flate2::Compression::best());
+    gz.write_all(&tar).expect("gzip in memory");
+    gz.finish().expect("gzip in memory")
+}
+
 #[test]
 fn a_repushed_chart_fails_a_locked_fetch_naming_it() {
     let repo = sample_repository();
@@ -429,8 +443,9 @@ fn a_repushed_chart_fails_a_locked_fetch_naming_it() {
     work.fetch_ok(&["--helm-charts-file", "charts.yaml"]);
     let lock = work.lock();
 
-    // Upstream pushes other bytes as hello 1.0.0.
-    let repushed = package("hello-0.2.0.tgz");
+    // Upstream pushes other bytes as hello 1.0.0 (the same chart, compressed again).
+    let repushed = recompressed(&package("hello-1.0.0.tgz"));
+    assert!(repushed != package("hello-1.0.0.tgz"));
     repo.publish(
         &[
             ("hello-1.0.0.tgz", &repushed),

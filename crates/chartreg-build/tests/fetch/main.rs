@@ -6,6 +6,11 @@
 //! chartreg library; signed charts and images checked against a content file's `verify:`
 //! policy (`verify`). Each test has its own sources and folders.
 //!
+//! The hostile corpus's chart packages (`tests/corpus`) are fetched from a classic repository
+//! and from distribution (`hostile`): each refused, leaving nothing, or taken as it is; and
+//! upstreams that lie (`lying`: other charts than listed, downloads past their bounds, a
+//! registry's understated blob, oversized manifest, or flood of an error) are refused by name.
+//!
 //! What fetched content is for is checked end to end: packed by `chartreg-build pack` from a
 //! content file naming the lock, served, and pulled by Helm 3 and 4 (and skopeo) with the
 //! upstream bytes.
@@ -16,6 +21,12 @@ mod chart_images;
 mod classic;
 #[path = "../common/mod.rs"]
 mod common;
+// The corpus re-exports for the tests that build cases of their own; this one takes its cases.
+#[allow(unused_imports)]
+#[path = "../corpus/mod.rs"]
+mod corpus;
+mod hostile;
+mod lying;
 mod paths;
 mod registry;
 mod sources;

@@ -1,6 +1,7 @@
 //! The upstream sources the fetch tests take from, all on 127.0.0.1 and started by the tests:
 //! a classic Helm repository whose files a test sets and breaks (404, other bytes, a reset
-//! mid-download), over HTTP or HTTPS with a private CA, with basic auth or without; and a
+//! mid-download, any status and body), over HTTP or HTTPS with a private CA, with basic auth or
+//! without (which also serves as a registry that lies: `/v2/...` are paths like any); and a
 //! front that asks for bearer tokens (a `WWW-Authenticate: Bearer` challenge and a token
 //! endpoint) before the chartreg library serving the committed content.
 //!
@@ -70,6 +71,8 @@ struct RepoState {
     required: Option<String>,
     /// Paths requested with an `Authorization` header.
     authorized: Vec<String>,
+    /// Paths answered with another status than 200 (their files as the body).
+    statuses: BTreeMap<String, u16>,
 }
 
 /// A classic Helm repository (any files, by path) on a real socket, stopped on drop.
@@ -102,6 +105,10 @@ async fn answer(req: HttpRequest, state: web::Data<Arc<Mutex<RepoState>>>) -> Ht
     let Some(data) = state.files.get(&path).cloned() else {
         return HttpResponse::NotFound().body("not found");
     };
+    if let Some(status) = state.statuses.get(&path) {
+        let status = actix_web::http::StatusCode::from_u16(*status).expect("a status");
+        return HttpResponse::build(status).body(data);
+    }
     if let Some(left) = state.resets.get_mut(&path)
         && *left > 0
     {
@@ -169,6 +176,13 @@ impl HelmRepo {
     pub fn put(&self, path: &str, data: &[u8]) {
         let mut state = self.state.lock().expect("repository state");
         state.files.insert(path.to_owned(), data.to_vec());
+    }
+
+    /// `path` is answered with `status`, `data` as the body.
+    pub fn answer(&self, path: &str, status: u16, data: &[u8]) {
+        let mut state = self.state.lock().expect("repository state");
+        state.files.insert(path.to_owned(), data.to_vec());
+        state.statuses.insert(path.to_owned(), status);
     }
 
     pub fn remove(&self, path: &str) {
