@@ -34,6 +34,8 @@ pub mod import;
 pub mod init;
 pub mod lock;
 pub mod pack;
+#[cfg(test)]
+mod samples;
 pub mod verify;
 pub mod yaml;
 pub mod yaml_file;

@@ -251,20 +251,9 @@ impl Visitor<'_> for TagSeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::samples::alias_bomb;
     use rstest::rstest;
     use std::time::{Duration, Instant};
-
-    /// Nine levels of nine aliases: 387,420,489 strings expanded.
-    fn alias_bomb() -> String {
-        let mut text = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
-        for i in 1..10 {
-            let p = i - 1;
-            text.push_str(&format!(
-                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
-            ));
-        }
-        text
-    }
 
     fn parse(text: &str) -> Result<Value, YamlError> {
         value(text.as_bytes(), &mut Budget::default())

@@ -256,22 +256,9 @@ fn archive(entries: &BTreeMap<String, Vec<u8>>, mtime: u64) -> std::io::Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::samples::{alias_bomb, deep};
     use rstest::rstest;
     use std::fs;
-
-    fn gzip_tar(entries: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut tar = tar::Builder::new(Vec::new());
-        for (path, data) in entries {
-            let mut header = tar::Header::new_gnu();
-            header.set_size(data.len() as u64);
-            header.set_mode(0o644);
-            header.set_entry_type(tar::EntryType::Regular);
-            tar.append_data(&mut header, path, *data).unwrap();
-        }
-        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
-        gz.write_all(&tar.into_inner().unwrap()).unwrap();
-        gz.finish().unwrap()
-    }
 
     const CHART: &str = "apiVersion: v2\nname: c\nversion: 1.0.0\n";
 
@@ -284,19 +271,6 @@ mod tests {
             fs::write(chart.join(path), data).unwrap();
         }
         chart
-    }
-
-    fn alias_bomb() -> String {
-        (1..10).fold("a0: &a0 [l, l, l, l, l, l, l, l, l]\n".to_owned(), |text, i| {
-            let p = i - 1;
-            format!(
-                "{text}a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
-            )
-        })
-    }
-
-    fn deep() -> String {
-        format!("deep: {}{}\n", "[".repeat(100_000), "]".repeat(100_000))
     }
 
     /// A folder's YAML with a bomb: refused naming the file (in 11 ms and 0.1 ms, as a
@@ -320,9 +294,9 @@ mod tests {
 
     #[test]
     fn subchart_packages_nested_past_the_limit_are_refused_naming_the_chain() {
-        let mut sub = gzip_tar(&[("s/Chart.yaml", b"name: s\nversion: 1.0.0\n")]);
+        let mut sub = crate::samples::tar_gz(&[("s/Chart.yaml", b"name: s\nversion: 1.0.0\n")]);
         for _ in 0..12 {
-            sub = gzip_tar(&[
+            sub = crate::samples::tar_gz(&[
                 ("s/Chart.yaml", b"name: s\nversion: 1.0.0\n"),
                 ("s/charts/s.tgz", &sub),
             ]);
@@ -337,26 +311,17 @@ mod tests {
 
     #[test]
     fn a_subchart_package_s_entries_are_checked() {
-        let mut tar = Vec::new();
-        for (name, data) in [
-            ("s/Chart.yaml", b"name: s\nversion: 1.0.0\n".as_slice()),
-            ("s/../../../tmp/pwned", b"x".as_slice()),
-        ] {
-            let mut header = tar::Header::new_gnu();
-            header.as_gnu_mut().unwrap().name[..name.len()].copy_from_slice(name.as_bytes());
-            header.set_size(data.len() as u64);
-            header.set_mode(0o644);
-            header.set_entry_type(tar::EntryType::Regular);
-            header.set_cksum();
-            tar.extend_from_slice(header.as_bytes());
-            tar.extend_from_slice(data);
-            tar.resize(tar.len().next_multiple_of(512), 0);
-        }
-        tar.extend_from_slice(&[0; 1024]);
-        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
-        gz.write_all(&tar).unwrap();
+        use crate::samples::{gzip, raw_entry};
+        let subchart = gzip(
+            &[
+                raw_entry("s/Chart.yaml", b'0', "", b"name: s\nversion: 1.0.0\n"),
+                raw_entry("s/../../../tmp/pwned", b'0', "", b"x"),
+                vec![0; 1024],
+            ]
+            .concat(),
+        );
         let dir = tempfile::tempdir().unwrap();
-        let chart = folder(dir.path(), &[("charts/s-1.0.0.tgz", &gz.finish().unwrap())]);
+        let chart = folder(dir.path(), &[("charts/s-1.0.0.tgz", &subchart)]);
         let e = package(&chart, None).err().unwrap();
         assert_eq!(e.path, chart.join("charts/s-1.0.0.tgz"));
         assert!(

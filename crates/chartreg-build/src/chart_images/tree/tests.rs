@@ -1,21 +1,7 @@
 //! `tree`'s tests: packages made in memory, read or refused.
 
 use super::*;
-
-fn package(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut tar = tar::Builder::new(Vec::new());
-    for (path, data) in entries {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(data.len() as u64);
-        header.set_mode(0o644);
-        header.set_entry_type(tar::EntryType::Regular);
-        tar.append_data(&mut header, path, *data).unwrap();
-    }
-    let tar = tar.into_inner().unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &tar).unwrap();
-    gz.finish().unwrap()
-}
+use crate::samples::tar_gz as package;
 
 #[test]
 fn subcharts_are_read_from_folders_and_packages_by_their_values_key() {
@@ -56,27 +42,10 @@ fn subcharts_are_read_from_folders_and_packages_by_their_values_key() {
 /// The bounds: nesting, decompressed bytes, YAML, many subcharts.
 mod bounds {
     use super::*;
+    use crate::samples::{alias_bomb, gzip, tar};
     use rstest::rstest;
     use std::io::Write;
     use std::time::{Duration, Instant};
-
-    fn gzip(data: &[u8]) -> Vec<u8> {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(data).unwrap();
-        gz.finish().unwrap()
-    }
-
-    fn tar(entries: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut tar = tar::Builder::new(Vec::new());
-        for (path, data) in entries {
-            let mut header = tar::Header::new_gnu();
-            header.set_size(data.len() as u64);
-            header.set_mode(0o644);
-            header.set_entry_type(tar::EntryType::Regular);
-            tar.append_data(&mut header, path, *data).unwrap();
-        }
-        tar.into_inner().unwrap()
-    }
 
     fn chart(name: &str) -> String {
         format!("name: {name}\nversion: 1.0.0\n")
@@ -200,17 +169,6 @@ mod bounds {
             e.starts_with("charts/sub.tgz: archive entry \"s/templates/x.yaml\" is a symbolic link to \"/etc/shadow\""),
             "{e}"
         );
-    }
-
-    fn alias_bomb() -> String {
-        let mut text = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
-        for i in 1..10 {
-            let p = i - 1;
-            text.push_str(&format!(
-                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
-            ));
-        }
-        text
     }
 
     /// values.yaml with a bomb, in the package and in a subchart package: refused naming the

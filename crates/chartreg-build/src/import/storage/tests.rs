@@ -64,20 +64,10 @@ fn a_link_is_a_digest_and_nothing_else() {
 
 /// A bundle file in `dir` holding `entries` (name, type flag, link target, bytes), raw.
 fn bundle(dir: &Path, entries: &[(&str, u8, &str, &[u8])]) -> PathBuf {
-    let mut tar = Vec::new();
-    for (name, kind, link, data) in entries {
-        let mut header = tar::Header::new_gnu();
-        let gnu = header.as_gnu_mut().unwrap();
-        gnu.name[..name.len()].copy_from_slice(name.as_bytes());
-        gnu.linkname[..link.len()].copy_from_slice(link.as_bytes());
-        header.set_mode(0o644);
-        header.set_size(data.len() as u64);
-        header.set_entry_type(tar::EntryType::new(*kind));
-        header.set_cksum();
-        tar.extend_from_slice(header.as_bytes());
-        tar.extend_from_slice(data);
-        tar.resize(tar.len().next_multiple_of(512), 0);
-    }
+    let mut tar: Vec<u8> = entries
+        .iter()
+        .flat_map(|(name, kind, link, data)| crate::samples::raw_entry(name, *kind, link, data))
+        .collect();
     tar.extend_from_slice(&[0; 1024]);
     let path = dir.join("bundle.tar");
     fs::write(&path, tar).unwrap();

@@ -204,8 +204,8 @@ pub(crate) fn archive_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::samples::{gzip, raw_entry};
     use rstest::rstest;
-    use std::io::Write;
 
     #[rstest]
     #[case::slashes("mychart/templates/a.yaml", "templates/a.yaml")]
@@ -255,23 +255,6 @@ mod tests {
         assert!(e.contains("\\u{1b}[2Jx") && !e.contains('\u{1b}'), "{e}");
     }
 
-    /// One raw tar entry: name, type, link target, bytes.
-    fn raw(name: &str, kind: u8, link: &str, data: &[u8]) -> Vec<u8> {
-        let mut header = tar::Header::new_gnu();
-        let gnu = header.as_gnu_mut().unwrap();
-        gnu.name[..name.len()].copy_from_slice(name.as_bytes());
-        gnu.linkname[..link.len()].copy_from_slice(link.as_bytes());
-        header.set_mode(0o644);
-        header.set_size(data.len() as u64);
-        header.set_mtime(7);
-        header.as_old_mut().linkflag = [kind];
-        header.set_cksum();
-        let mut out = header.as_bytes().to_vec();
-        out.extend_from_slice(data);
-        out.resize(out.len().next_multiple_of(512), 0);
-        out
-    }
-
     fn tar_of(entries: &[Vec<u8>]) -> Vec<u8> {
         let mut tar = entries.concat();
         tar.extend_from_slice(&[0; 1024]);
@@ -279,16 +262,16 @@ mod tests {
     }
 
     fn file(name: &str, data: &[u8]) -> Vec<u8> {
-        raw(name, b'0', "", data)
+        raw_entry(name, b'0', "", data)
     }
 
     #[test]
     fn the_walk_reads_wanted_files_in_archive_order_boms_stripped() {
         let tar = tar_of(&[
-            raw("c/", b'5', "", b""),
+            raw_entry("c/", b'5', "", b""),
             file("c\\Chart.yaml", b"\xEF\xBB\xBFname: c"),
             file("c/values.yaml", b"a: 1"),
-            raw("c/old-folder/", b'\0', "", b""),
+            raw_entry("c/old-folder/", b'\0', "", b""),
             file("c/templates/x.yaml", b"x"),
         ]);
         let files = archive_files(&tar, |inner| inner != "values.yaml").unwrap();
@@ -320,7 +303,7 @@ mod tests {
     ) {
         let tar = tar_of(&[
             file("evil/Chart.yaml", b"name: evil"),
-            raw("evil/templates/x.yaml", kind, link, b""),
+            raw_entry("evil/templates/x.yaml", kind, link, b""),
         ]);
         // Refused even when not wanted: the entry is part of the chart Helm loads.
         let e = archive_files(&tar, |_| false).unwrap_err().to_string();
@@ -335,7 +318,7 @@ mod tests {
         let record = "GNU.sparse.major=1\n";
         let record = format!("{} {record}", record.len() + 3);
         let tar = tar_of(&[
-            raw("evil/PaxHeaders/x.yaml", b'x', "", record.as_bytes()),
+            raw_entry("evil/PaxHeaders/x.yaml", b'x', "", record.as_bytes()),
             file("evil/templates/x.yaml", b"x"),
         ]);
         let e = archive_files(&tar, |_| true).unwrap_err().to_string();
@@ -362,12 +345,6 @@ mod tests {
             archive_files(&tar, |_| true),
             Err(Problem::Tar(_))
         ));
-    }
-
-    fn gzip(data: &[u8]) -> Vec<u8> {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(data).unwrap();
-        gz.finish().unwrap()
     }
 
     #[test]
