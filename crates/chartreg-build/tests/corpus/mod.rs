@@ -15,6 +15,8 @@ mod layouts;
 mod render;
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
 
 pub use archive::{Tar, chart_yaml};
 
@@ -47,6 +49,80 @@ pub enum Expect {
     /// Taken where nothing renders it (`pack` without an `images:` section); every render
     /// (`images`, `pack` with one) fails, its message holding each of these.
     RenderRefused(Vec<&'static str>),
+}
+
+impl Expect {
+    /// Whether a run refuses the case (`renders`: the run renders its charts), and what its
+    /// message must then hold.
+    pub fn refusal(&self, renders: bool) -> Option<&[&'static str]> {
+        match self {
+            Expect::Refused(f) => Some(f),
+            Expect::Safe => None,
+            Expect::RenderRefused(f) => renders.then_some(f.as_slice()),
+        }
+    }
+}
+
+/// What renders may take in the runners' runs.
+pub const RENDER_LIMITS: [&str; 4] = ["--render-timeout", "10s", "--render-memory", "512"];
+
+/// The longest a run may take: the render bound and the tool's own work.
+pub const RUN_BOUND: Duration = Duration::from_secs(90);
+
+/// What one run got: its outcome for the table, and what is wrong with it.
+pub struct Got {
+    /// What the run is (`pack`, `images helm3`, `classic`).
+    pub label: String,
+    /// Its exit, and the first line of a refusal's message.
+    pub outcome: String,
+    /// Why it is not what the case expects, or broke a rule that holds for every run.
+    pub problems: Vec<String>,
+}
+
+/// What the tool's output did to the terminal: a control character (ESC, BEL) that reached it,
+/// or a line a name forged to pass for one of the tool's own.
+pub fn terminal_problems(stdout: &[u8], stderr: &[u8]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (stream, bytes) in [("stdout", stdout), ("stderr", stderr)] {
+        let text = String::from_utf8_lossy(bytes);
+        if bytes.iter().any(|b| *b == 0x1b || *b == 0x07) {
+            problems.push(format!("a control character reached {stream}: {text:?}"));
+        }
+        // The forged line of `name-forged-line` (and any like it) never starts a line.
+        if text.lines().any(|l| l.starts_with("chartreg-build: wrote")) {
+            problems.push(format!(
+                "a line on {stream} passes for the tool's own: {text:?}"
+            ));
+        }
+    }
+    problems
+}
+
+/// `work` done on each of `items` by `threads` threads at once; the results in the items'
+/// order.
+pub fn in_parallel<T: Send, R: Send>(
+    items: Vec<T>,
+    threads: usize,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let queue = Mutex::new(items.into_iter().enumerate().collect::<Vec<_>>());
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let Some((i, item)) = queue.lock().expect("queue").pop() else {
+                        break;
+                    };
+                    let got = work(item);
+                    results.lock().expect("results").push((i, got));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("results");
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
 }
 
 /// One case.

@@ -20,7 +20,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use chartreg_core::oci::media_type;
@@ -28,17 +27,11 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::{Client, Reference};
 
 use super::common::{self, Distribution};
-use super::corpus::{self, Case, Expect, Input};
+use super::corpus::{self, Case, Expect, Got, Input, RENDER_LIMITS, RUN_BOUND};
 use super::sources::HelmRepo;
-
-/// The longest a run may take: the render bound and the tool's own work.
-const RUN_BOUND: Duration = Duration::from_secs(90);
 
 /// When a run still going is stopped (so that a run past its bound fails the test, not hangs it).
 const KILL_AFTER: Duration = Duration::from_secs(150);
-
-/// What renders may take in these runs.
-const RENDER_LIMITS: [&str; 4] = ["--render-timeout", "10s", "--render-memory", "512"];
 
 /// Runs at once.
 const THREADS: usize = 3;
@@ -68,13 +61,6 @@ struct Run<'c> {
     source: Source,
     /// `--with-chart-images` with this Helm.
     render_with: Option<PathBuf>,
-}
-
-/// What one run got: its outcome for the table, and what is wrong with it.
-struct Got {
-    label: String,
-    outcome: String,
-    problems: Vec<String>,
 }
 
 /// A case's name as a repository path component and a folder name: lowercase letters, digits
@@ -285,11 +271,12 @@ fn judge(run: &Run<'_>) -> Got {
     let (code, stdout, stderr, took) = fetch(&work, &args);
     let text = String::from_utf8_lossy(&stderr);
     let mut problems = Vec::new();
-    let refused = match &run.package.case.expect {
-        Expect::Refused(_) => true,
-        Expect::Safe => false,
-        Expect::RenderRefused(_) => run.render_with.is_some(),
-    };
+    let refused = run
+        .package
+        .case
+        .expect
+        .refusal(run.render_with.is_some())
+        .is_some();
     let named = match &run.source {
         Source::Classic { url } => url.clone(),
         Source::Oci { reference } => reference.clone(),
@@ -340,24 +327,7 @@ fn judge(run: &Run<'_>) -> Got {
             problems.push("no lock written".to_owned());
         }
     }
-    for (stream, bytes) in [("stdout", &stdout), ("stderr", &stderr)] {
-        if bytes.iter().any(|b| *b == 0x1b || *b == 0x07) {
-            problems.push(format!(
-                "a control character reached {stream}: {:?}",
-                String::from_utf8_lossy(bytes)
-            ));
-        }
-        // The forged line of `name-forged-line` (and any like it) never starts a line.
-        if String::from_utf8_lossy(bytes)
-            .lines()
-            .any(|l| l.starts_with("chartreg-build: wrote"))
-        {
-            problems.push(format!(
-                "a line on {stream} passes for the tool's own: {:?}",
-                String::from_utf8_lossy(bytes)
-            ));
-        }
-    }
+    problems.extend(corpus::terminal_problems(&stdout, &stderr));
     if took > RUN_BOUND {
         problems.push(format!("took {took:?}, past {RUN_BOUND:?}"));
     }
@@ -449,29 +419,13 @@ fn every_hostile_package_is_refused_or_fetched_safely_from_each_kind_of_upstream
     );
 
     let started = Instant::now();
-    let queue = Mutex::new(runs.iter().enumerate().collect::<Vec<_>>());
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..THREADS {
-            scope.spawn(|| {
-                loop {
-                    let Some((i, run)) = queue.lock().expect("queue").pop() else {
-                        break;
-                    };
-                    let got = judge(run);
-                    results.lock().expect("results").push((i, got));
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().expect("results");
-    results.sort_by_key(|(i, _)| *i);
+    let results = corpus::in_parallel(runs.iter().collect(), THREADS, judge);
 
     let mut report = String::new();
     let mut failures = Vec::new();
     let mut last_case = "";
-    for (i, got) in &results {
-        let package = runs[*i].package;
+    for (run, got) in runs.iter().zip(&results) {
+        let package = run.package;
         if package.case.name != last_case {
             last_case = &package.case.name;
             let _ = writeln!(

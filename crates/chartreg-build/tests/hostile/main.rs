@@ -24,16 +24,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use corpus::{Case, Expect, Input, MARKER};
-
-/// What renders may take in these runs.
-const RENDER_LIMITS: [&str; 4] = ["--render-timeout", "10s", "--render-memory", "512"];
-
-/// The longest a run may take: the render bound and the tool's own work.
-const RUN_BOUND: Duration = Duration::from_secs(90);
+use corpus::{Case, Expect, Got, Input, MARKER, RENDER_LIMITS, RUN_BOUND};
 
 /// One command run on a case.
 struct Run {
@@ -42,15 +35,6 @@ struct Run {
     args: Vec<String>,
     /// Whether it renders (what `Expect::RenderRefused` refuses).
     renders: bool,
-}
-
-/// What one run got.
-struct Got {
-    label: String,
-    /// `ok`, or `refused: <the first line of its message>`.
-    outcome: String,
-    /// Why it is not what the case expects, or broke a rule that holds for every run.
-    problems: Vec<String>,
 }
 
 /// A work folder of one case: the `pwn` program on its PATH, its HOME and TMPDIR, the case's
@@ -253,36 +237,24 @@ fn judge(run: &Run, expect: &Expect, work: &Work) -> Got {
             first_line.chars().take(160).collect::<String>()
         )
     };
-    let (want_ok, fragments): (bool, &[&str]) = match expect {
-        Expect::Refused(f) => (false, f),
-        Expect::Safe => (true, &[]),
-        Expect::RenderRefused(f) if run.renders => (false, f),
-        Expect::RenderRefused(_) => (true, &[]),
-    };
-    if want_ok && !out.status.success() {
-        problems.push(format!(
+    match expect.refusal(run.renders) {
+        None if !out.status.success() => problems.push(format!(
             "should succeed, failed: {}",
             common::describe(&out)
-        ));
-    }
-    if !want_ok {
-        if out.status.code() != Some(1) {
-            problems.push(format!("should exit 1: {}", common::describe(&out)));
-        }
-        for f in fragments {
-            if !stderr.contains(f) {
-                problems.push(format!("the message does not say {f:?}: {stderr}"));
+        )),
+        None => {}
+        Some(fragments) => {
+            if out.status.code() != Some(1) {
+                problems.push(format!("should exit 1: {}", common::describe(&out)));
+            }
+            for f in fragments {
+                if !stderr.contains(f) {
+                    problems.push(format!("the message does not say {f:?}: {stderr}"));
+                }
             }
         }
     }
-    for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
-        if bytes.iter().any(|b| *b == 0x1b || *b == 0x07) {
-            problems.push(format!(
-                "a control character reached {stream}: {:?}",
-                String::from_utf8_lossy(bytes)
-            ));
-        }
-    }
+    problems.extend(corpus::terminal_problems(&out.stdout, &out.stderr));
     if work.path(MARKER).exists() {
         problems.push(format!(
             "something ran: {}",
@@ -326,40 +298,24 @@ fn every_case_is_refused_or_handled_safely() {
         .into_iter()
         .filter_map(|name| common::tool(name).map(|bin| (name, bin)))
         .collect();
-    let queue = Mutex::new(cases.into_iter().enumerate().collect::<Vec<_>>());
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..3 {
-            scope.spawn(|| {
-                loop {
-                    let Some((i, case)) = queue.lock().expect("queue").pop() else {
-                        break;
-                    };
-                    let work = Work::new();
-                    let (input, config) = materialise(&case, &work);
-                    let got: Vec<Got> = runs(&case, &input, config.as_deref(), &helms, &work)
-                        .iter()
-                        .map(|run| judge(run, &case.expect, &work))
-                        .collect();
-                    let tmp_left: Vec<_> = std::fs::read_dir(work.path("tmp"))
-                        .expect("tmp")
-                        .flatten()
-                        .map(|e| e.file_name())
-                        .collect();
-                    results
-                        .lock()
-                        .expect("results")
-                        .push((i, case, got, tmp_left));
-                }
-            });
-        }
+    let results = corpus::in_parallel(cases, 3, |case| {
+        let work = Work::new();
+        let (input, config) = materialise(&case, &work);
+        let got: Vec<Got> = runs(&case, &input, config.as_deref(), &helms, &work)
+            .iter()
+            .map(|run| judge(run, &case.expect, &work))
+            .collect();
+        let tmp_left: Vec<_> = std::fs::read_dir(work.path("tmp"))
+            .expect("tmp")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        (case, got, tmp_left)
     });
-    let mut results = results.into_inner().expect("results");
-    results.sort_by_key(|(i, ..)| *i);
 
     let mut report = String::new();
     let mut failures = Vec::new();
-    for (i, case, got, tmp_left) in &results {
+    for (i, (case, got, tmp_left)) in results.iter().enumerate() {
         let _ = writeln!(
             report,
             "{:>3}. {} — attacks {}",
@@ -381,7 +337,7 @@ fn every_case_is_refused_or_handled_safely() {
         report,
         "{} cases, {} runs",
         results.len(),
-        results.iter().map(|r| r.2.len()).sum::<usize>()
+        results.iter().map(|r| r.1.len()).sum::<usize>()
     );
     println!("{report}");
     let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-corpus.txt");
