@@ -105,8 +105,11 @@ def check(layouts, summary_path, case, method, url):
     summary = json.load(open(summary_path))
     objs = summary["objects"]
     fatal, notes = [], []
+    # The protocol (tls-, h2-, h2m-) does not change what the answer must be.
+    http2 = case.startswith(("h2-", "h2m-"))
+    case = re.sub(r"^(tls|h2m?)-(seq-)?", "", case)
     try:
-        status, headers, body = curl(method, url, http2=case.startswith("h2-"))
+        status, headers, body = curl(method, url, http2=http2)
     except RuntimeError as e:
         return [str(e)], notes
 
@@ -123,7 +126,7 @@ def check(layouts, summary_path, case, method, url):
     if case == "base":
         if json.loads(body or b"null") != {}:
             fatal.append(f"body {body[:60]!r}, want {{}}")
-    elif case in ("manifest-tag", "manifest-tag-head", "manifest-digest", "tls-manifest-tag"):
+    elif case in ("manifest-tag", "manifest-tag-head", "manifest-digest"):
         m = objs["app_manifest"]
         want = blob_bytes(layouts, m["name"], m["digest"])
         expect_header("Docker-Content-Digest", m["digest"])
@@ -162,6 +165,11 @@ def check(layouts, summary_path, case, method, url):
                 f"first page only: {len(repos)} of {len(want)} repositories"
                 + (f", Link: {headers['link']}" if "link" in headers else "")
             )
+    elif case == "page":
+        if not headers.get("content-type", "").startswith("text/html"):
+            fatal.append(f"Content-Type {headers.get('content-type')!r}, want text/html")
+        if b"</html>" not in body:
+            fatal.append(f"not a page: {body[:60]!r}")
     elif case == "not-found":
         try:
             codes = [e.get("code") for e in json.loads(body).get("errors", [])]
@@ -647,9 +655,11 @@ answer that carries a Content-Length, so it never completes a HEAD request. oha 
 different client (tokio, one thread here): compare the targets with each other on that row,
 not with the rows measured by wrk.
 
-² HTTP/2 is measured with h2load (one thread, one stream per connection): it reports each
-request's mean and maximum time, not percentiles, so those rows show the mean under p50 and the
-maximum under p99.
+² HTTP/2 is measured with h2load (one thread; one stream at a time per connection, or ten on
+the rows that say so, as browsers and Go's HTTP/2 clients send them): it reports each request's
+mean and maximum time, not percentiles, so those rows show the mean under p50 and the maximum
+under p99. The sequential row is one connection sending one request after another: its mean is
+what one client waits for an answer.
 
 ### Ratios (above 1: chartreg is better)
 

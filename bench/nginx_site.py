@@ -214,6 +214,11 @@ http {{
             {API}
             add_header Docker-Content-Digest $bdigest;
         }}
+        # chartreg's page, copied in by bench/run.sh.
+        location = / {{
+            default_type "text/html; charset=utf-8";
+            try_files /index.html =404;
+        }}
         location / {{
             {API}
             return 404;

@@ -227,6 +227,8 @@ listen_addr() { # LOGFILE SCHEME -> the address chartreg logged
 }
 CHARTREG_ADDR=$(listen_addr "$RUN/chartreg.log" http) || die "chartreg did not start"
 CHARTREG_TLS_ADDR=$(listen_addr "$RUN/chartreg-tls.log" https) || die "chartreg (TLS) did not start"
+# chartreg's page, for nginx to serve as a static file (case `page`; the other two have none).
+curl -sf "http://$CHARTREG_ADDR/" -o "$CONTENT/nginx/html/index.html" || die "chartreg did not answer its page"
 
 declare -A URL=(
     [chartreg]="http://$CHARTREG_ADDR"
@@ -273,6 +275,7 @@ children_ticks() {
 
 # ---------------------------------------------------------------------------------------------
 # 5. Cases: NAME|TITLE|SHORT|METHOD|PATH|CONNECTIONS|TLS|EXPECTED STATUS
+#    (TLS: 0 plain HTTP/1.1, wrk; 1 HTTPS HTTP/1.1, wrk; 2 HTTP/2, h2load -m1; 3 HTTP/2, h2load -m10)
 # ---------------------------------------------------------------------------------------------
 ALL_CASES=(
     "base|GET /v2/|/v2/|GET|/v2/|$CONNS|0|200"
@@ -284,11 +287,29 @@ ALL_CASES=(
     "tags-list|tags list (1,000 tags)|tags list|GET|/v2/$APP/tags/list|$CONNS|0|200"
     "catalog|catalog (?n=1000 of 1,002)|catalog|GET|/v2/_catalog?n=1000|$CONNS|0|200"
     "not-found|unknown manifest (404)|404|GET|/v2/$APP/manifests/9.9.9|$CONNS|0|404"
-    "tls-manifest-tag|manifest by tag over HTTPS|HTTPS manifest|GET|/v2/$APP/manifests/$APP_TAG|$CONNS|1|200"
+    "page|the page (/)|page|GET|/|$CONNS|0|200"
+    "h2-seq-manifest-tag|manifest by tag over HTTP/2, one connection, sequential|HTTP/2 sequential|GET|/v2/$APP/manifests/$APP_TAG|1|2|200"
     "tls-blob-32mib|32 MiB blob over HTTPS|HTTPS blob 32 MiB|GET|/v2/$BIG/blobs/$BIG_LAYER|$BIG_CONNS|1|200"
     "h2-blob-32mib|32 MiB blob over HTTPS, HTTP/2|HTTP/2 blob 32 MiB|GET|/v2/$BIG/blobs/$BIG_LAYER|$BIG_CONNS|2|200"
     "tls-blob-32mib-half|32 MiB blob over HTTPS, server on half a CPU|HTTPS blob, half CPU|GET|/v2/$BIG/blobs/$BIG_LAYER|$BIG_CONNS|1|200"
 )
+SMALL=(
+    "base|GET /v2/|/v2/|/v2/"
+    "manifest-tag|manifest by tag|manifest tag|/v2/$APP/manifests/$APP_TAG"
+    "manifest-digest|manifest by digest|manifest digest|/v2/$APP/manifests/$APP_MANIFEST"
+    "blob-small|4 KiB blob|blob 4 KiB|/v2/$APP/blobs/$APP_LAYER"
+    "tags-list|tags list (1,000 tags)|tags list|/v2/$APP/tags/list"
+    "catalog|catalog (?n=1000 of 1,002)|catalog|/v2/_catalog?n=1000"
+    "page|the page (/)|page|/"
+)
+for c in "${SMALL[@]}"; do
+    IFS='|' read -r name title short path <<<"$c"
+    ALL_CASES+=(
+        "tls-$name|$title over HTTPS|HTTPS $short|GET|$path|$CONNS|1|200"
+        "h2-$name|$title over HTTP/2|HTTP/2 $short|GET|$path|$CONNS|2|200"
+        "h2m-$name|$title over HTTP/2, 10 streams a connection|HTTP/2 x10 $short|GET|$path|$CONNS|3|200"
+    )
+done
 CASES=()
 for c in "${ALL_CASES[@]}"; do
     name="${c%%|*}"
@@ -408,7 +429,7 @@ rustc_seen=0
 for c in "${CASES[@]}"; do
     IFS='|' read -r name title short method path conns tls expect <<<"$c"
     tool=wrk
-    if ((tls == 2)); then
+    if ((tls >= 2)); then
         command -v h2load >/dev/null 2>&1 || die "h2load is missing (HTTP/2 case); run scripts/install-bench-tools.sh"
         tool=h2load
     elif [[ "$method" == HEAD ]]; then
@@ -425,7 +446,8 @@ for c in "${CASES[@]}"; do
             if [[ "$tool" == wrk ]]; then
                 cmd=(wrk -t1 "-c$conns" "-d$DURATION" --timeout 10s --latency -s "$RUN/get.lua" "$base$path")
             elif [[ "$tool" == h2load ]]; then
-                cmd=(h2load -t1 "-c$conns" -m1 -D "${DURATION%s}" -H "Accept: application/vnd.oci.image.manifest.v1+json" "$base$path")
+                # -m: streams at once on each connection (3: ten, as browsers and Go clients do).
+                cmd=(h2load -t1 "-c$conns" "-m$( ((tls == 3)) && echo 10 || echo 1)" -D "${DURATION%s}" -H "Accept: application/vnd.oci.image.manifest.v1+json" "$base$path")
             else
                 cmd=(oha --no-tui --output-format json -z "$DURATION" -w -c "$conns" -m "$method" --insecure
                     -H "Accept: application/vnd.oci.image.manifest.v1+json" "$base$path")

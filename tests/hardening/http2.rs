@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use super::common::{self, TlsProcess};
 use super::load::scale;
 
-struct Tls {
+pub struct Tls {
     server: TlsProcess,
     config: Arc<rustls::ClientConfig>,
 }
 
-fn tls_server() -> Tls {
+pub fn tls_server() -> Tls {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let server = TlsProcess::start(&[], &[("RUST_LOG", "warn")]);
     let mut roots = rustls::RootCertStore::empty();
@@ -36,7 +36,7 @@ fn tls_server() -> Tls {
 type Sender = h2::client::SendRequest<bytes::Bytes>;
 
 /// Waits (at most 5 s) until `sender` may open another stream.
-async fn ready(sender: &mut Sender) -> bool {
+pub async fn ready(sender: &mut Sender) -> bool {
     matches!(
         tokio::time::timeout(
             Duration::from_secs(5),
@@ -48,7 +48,7 @@ async fn ready(sender: &mut Sender) -> bool {
 }
 
 /// An h2 connection to the server (TLS, ALPN h2), with `builder`'s settings.
-async fn connect(tls: &Tls, builder: &h2::client::Builder) -> Sender {
+pub async fn connect(tls: &Tls, builder: &h2::client::Builder) -> Sender {
     let tcp = tokio::net::TcpStream::connect(tls.server.process.addr)
         .await
         .expect("connect");
@@ -62,7 +62,7 @@ async fn connect(tls: &Tls, builder: &h2::client::Builder) -> Sender {
     sender
 }
 
-fn get(path: &str) -> http::Request<()> {
+pub fn get(path: &str) -> http::Request<()> {
     http::Request::get(format!("https://127.0.0.1{path}"))
         .body(())
         .expect("request")

@@ -10,8 +10,10 @@
 mod common;
 
 mod corpus;
+mod delay;
 mod http2;
 mod load;
+mod sink;
 mod slow;
 
 use std::io::{Read, Write};

@@ -6,6 +6,9 @@
 //! - `chartreg_http_request_duration_seconds{route}`: histogram, request start to body sent
 //! - `chartreg_content_{repositories,tags,manifests,blobs,bytes}`: what the binary serves
 //! - `chartreg_build_info{version,revision}` 1
+//! - `chartreg_tls_handshake_failures_total{reason}`: connections on the HTTPS port that ended
+//!   before their handshake did (the reasons are the listener's)
+//! - `chartreg_log_lines_dropped_total`: log lines dropped while the log output was not read
 //!
 //! Health, readiness and metrics requests are not registry traffic and are not counted. The
 //! routes counted are the route table's (`http::LABELS`), given at construction. Methods other
@@ -89,6 +92,12 @@ struct RequestLabels {
     status: Status,
 }
 
+/// The label of `chartreg_tls_handshake_failures_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct HandshakeLabels {
+    reason: &'static str,
+}
+
 /// The label of the per-route metrics.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct RouteLabels {
@@ -140,6 +149,7 @@ pub struct Metrics {
     request_counters: Vec<OnceLock<Counter>>,
     /// By route index; the last counts every unknown index.
     routes: Vec<RouteMetrics>,
+    handshake_failures: Family<HandshakeLabels, Counter>,
 }
 
 /// A histogram with [`BUCKETS`], for the durations family.
@@ -215,8 +225,20 @@ impl Metrics {
             "The running build",
             Info::new([("version", build.version), ("revision", build.revision)]),
         );
+        let handshake_failures = Family::<HandshakeLabels, Counter>::default();
+        registry.register(
+            "chartreg_tls_handshake_failures",
+            "Connections on the HTTPS port that ended before their TLS handshake did, by reason",
+            handshake_failures.clone(),
+        );
+        registry.register(
+            "chartreg_log_lines_dropped",
+            "Log lines dropped because the log output was not being read",
+            crate::logging::dropped().clone(),
+        );
         Metrics {
             registry,
+            handshake_failures,
             requests,
             request_counters: (0..routes.len() * PER_ROUTE)
                 .map(|_| OnceLock::new())
@@ -254,6 +276,23 @@ impl Metrics {
             .inc();
         metrics.bytes.inc_by(bytes);
         metrics.durations.observe(took.as_secs_f64());
+    }
+
+    /// Shows `reasons` of `chartreg_tls_handshake_failures_total`, at zero until they count.
+    pub fn tls_handshake_reasons(&self, reasons: impl IntoIterator<Item = &'static str>) {
+        for reason in reasons {
+            drop(
+                self.handshake_failures
+                    .get_or_create(&HandshakeLabels { reason }),
+            );
+        }
+    }
+
+    /// Counts a connection on the HTTPS port that ended before its handshake did.
+    pub fn tls_handshake_failed(&self, reason: &'static str) {
+        self.handshake_failures
+            .get_or_create(&HandshakeLabels { reason })
+            .inc();
     }
 
     /// The Prometheus text exposition of every metric.

@@ -95,6 +95,16 @@ pub const DEFAULT_MAX_HEADER_BYTES: usize = 16 * 1024;
 
 type Registered = web::Data<Registry>;
 
+/// What a request knows of the listener its connection came through, as connection data
+/// (`HttpRequest::conn_data`; the listener sets it).
+#[derive(Debug, Clone, Copy)]
+pub struct Listening {
+    /// Whether the connection came through chartreg's own TLS.
+    pub secure: bool,
+    /// The address the server listens on.
+    pub address: std::net::SocketAddr,
+}
+
 /// Server state beside the content: readiness, metrics, limits.
 #[derive(Debug)]
 pub struct Ops {

@@ -15,7 +15,7 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use super::headers::none_match;
 use super::routes::WebRoute;
-use super::{ApiError, Ops, REVALIDATE};
+use super::{ApiError, Listening, Ops, REVALIDATE};
 use crate::web::{Origin, Page, STYLE};
 use chartreg_core::content::Registry;
 
@@ -89,10 +89,21 @@ fn page(req: &HttpRequest, page: &Page) -> HttpResponse {
             .body(page.json.clone());
     }
     let info = req.connection_info();
-    // Whether this connection came through chartreg's own TLS listener (not a header).
-    let tls = req.app_config().secure();
+    // What the listener says of the connection (not a header): whether it came through
+    // chartreg's own TLS, and the address to name when the request names no host (HTTP/1.0).
+    let listening = req.conn_data::<Listening>();
+    let tls = listening.is_some_and(|l| l.secure);
+    let named = req.uri().authority().is_some()
+        || [
+            header::HOST,
+            header::FORWARDED,
+            header::HeaderName::from_static("x-forwarded-host"),
+        ]
+        .iter()
+        .any(|name| req.headers().contains_key(name));
+    let fallback = listening.filter(|_| !named).map(|l| l.address.to_string());
     let origin = Origin {
-        host: info.host(),
+        host: fallback.as_deref().unwrap_or_else(|| info.host()),
         https: tls || info.scheme() == "https",
         tls,
     };

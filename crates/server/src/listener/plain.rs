@@ -38,11 +38,11 @@ const CLOSING: Duration = Duration::from_secs(1);
 /// The most read (and dropped) after the answer, while waiting for the client to close.
 const DRAIN_LIMIT: usize = 64 * 1024;
 
-/// Why a connection on the HTTPS port ended before the TLS handshake (logged at debug level).
+/// Why a connection on the HTTPS port ended before the TLS handshake.
 #[derive(Debug, thiserror::Error)]
 pub enum Refused {
-    #[error("sent nothing within {0:?}")]
-    Silent(Duration),
+    #[error("sent nothing in time")]
+    Silent,
     #[error("closed before sending anything")]
     Closed,
     #[error("cannot read from the connection: {0}")]
@@ -75,30 +75,16 @@ impl First {
 }
 
 /// Passes a TLS connection on, untouched; answers and ends a plain HTTP one (step by step in
-/// the module's documentation). `patience`: how long the client may take to send its first
-/// byte, and its request head.
-pub async fn sort(io: TcpStream, patience: Duration) -> Result<TcpStream, ()> {
-    match sort_out(io, patience).await {
-        Ok(io) => Ok(io),
-        Err((peer, refused)) => {
-            log::debug!("{}: {refused}", Peer(peer));
-            Err(())
-        }
-    }
-}
-
-async fn sort_out(
-    mut io: TcpStream,
-    patience: Duration,
-) -> Result<TcpStream, (Option<SocketAddr>, Refused)> {
-    let deadline = Instant::now() + patience;
+/// the module's documentation). `deadline`: when the client must have sent its first byte, and
+/// its request head; why a connection ended here.
+pub async fn sort(mut io: TcpStream, deadline: Instant) -> Result<TcpStream, Refused> {
     let mut first = [0u8; 1];
     let peeked = timeout_at(deadline, io.peek(&mut first)).await;
     let peer = io.peer_addr().ok();
     match peeked {
-        Err(_) => return Err((peer, Refused::Silent(patience))),
-        Ok(Err(e)) => return Err((peer, Refused::Read(e))),
-        Ok(Ok(0)) => return Err((peer, Refused::Closed)),
+        Err(_) => return Err(Refused::Silent),
+        Ok(Err(e)) => return Err(Refused::Read(e)),
+        Ok(Ok(0)) => return Err(Refused::Closed),
         Ok(Ok(_)) => {}
     }
     if First::of(first[0]) == First::Tls {
@@ -106,7 +92,7 @@ async fn sort_out(
     }
     let head = read_head(&mut io, deadline).await;
     let Some(request) = Request::parse(&head) else {
-        return Err((peer, Refused::NotHttp(head.len())));
+        return Err(Refused::NotHttp(head.len()));
     };
     let fallback = io.local_addr().ok();
     log::warn!(
@@ -126,16 +112,16 @@ async fn sort_out(
     .await;
     match written {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err((peer, Refused::Write(e))),
+        Ok(Err(e)) => return Err(Refused::Write(e)),
         Err(_) => {
             let late = io::Error::new(io::ErrorKind::TimedOut, "the client did not read it");
-            return Err((peer, Refused::Write(late)));
+            return Err(Refused::Write(late));
         }
     }
     // Closing with unread bytes would reset the connection, and the client could lose the
     // answer: read what else it sends until it closes (bounded in bytes and time).
     let _ = timeout(CLOSING, drain(&mut io)).await;
-    Err((peer, Refused::PlainHttp))
+    Err(Refused::PlainHttp)
 }
 
 /// Reads until the end of the request head, [`HEAD_LIMIT`] bytes, the client's end, an error

@@ -6,16 +6,24 @@
 //! Lines are formatted where they are logged, straight into one pending buffer, which a
 //! background thread takes every 20 ms and writes to stderr in one go: a request never waits
 //! for a write to stderr nor wakes a thread, and logging a line allocates nothing.
-//! [`finish`] writes out what is pending before exit.
+//!
+//! Serving never depends on stderr being read. While the writer is blocked (a pipe or FIFO
+//! nobody drains: a node's containerd restarting, a log shipper stalled), lines pile up to
+//! [`PENDING_BYTES`]; past that, each further line is dropped and counted
+//! (`chartreg_log_lines_dropped_total`, [`dropped`]), and once a write goes through again one
+//! line says how many were lost. [`finish`] waits for what is pending to be written before exit,
+//! at most [`FINISH_BOUND`].
 //!
 //! Access lines, one per request, skip env_logger's general formatting (module `access`).
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
 use log::kv::{Key, Value, VisitSource};
+use prometheus_client::metrics::counter::Counter;
 use serde_json::{Map, Number};
 
 mod access;
@@ -52,46 +60,85 @@ impl<'kvs> VisitSource<'kvs> for Fields<'_> {
     }
 }
 
-/// Bytes of lines waiting for the writer thread; beyond this, loggers wait for it (back-pressure
-/// rather than unbounded memory when stderr is blocked).
+/// Bytes of lines waiting for the writer thread; past this, lines are dropped (and counted)
+/// rather than held, so memory stays bounded and no logger ever waits for stderr.
 const PENDING_BYTES: usize = 8 * 1024 * 1024;
+
+/// The longest [`finish`] waits for pending lines to be written: past it the process exits
+/// without them, as a blocked stderr would otherwise hold it past its grace period.
+pub const FINISH_BOUND: Duration = Duration::from_secs(2);
 
 /// Lines logged and not yet written.
 struct Pending {
     lines: Mutex<Vec<u8>>,
-    /// Signalled each time the writer takes the lines.
-    taken: Condvar,
-    /// Held while lines are written, so that [`finish`] and the writer thread write in order.
-    output: Mutex<()>,
+    /// Lines dropped since the last report of them, and in all.
+    dropped: AtomicU64,
+    /// How many writes the writer thread has finished, and a signal at each.
+    writes: Mutex<u64>,
+    written: Condvar,
 }
 
 /// Set once the writer thread runs.
 static PENDING: OnceLock<&'static Pending> = OnceLock::new();
 
+/// Lines dropped because the log output was not being read (`chartreg_log_lines_dropped_total`).
+pub fn dropped() -> &'static Counter {
+    static DROPPED: OnceLock<Counter> = OnceLock::new();
+    DROPPED.get_or_init(Counter::default)
+}
+
 impl Pending {
-    /// Appends one line (`write` writes it, without its newline).
+    /// Appends one line (`write` writes it, without its newline), or drops it when
+    /// [`PENDING_BYTES`] are already waiting.
     fn push(&self, write: impl FnOnce(&mut Vec<u8>)) {
         // A poisoned lock only means a logger panicked while writing: the lines stay usable.
         let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        while lines.len() >= PENDING_BYTES {
-            lines = self.taken.wait(lines).unwrap_or_else(|e| e.into_inner());
+        if lines.len() >= PENDING_BYTES {
+            drop(lines);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            dropped().inc();
+            return;
         }
         write(&mut lines);
         lines.push(b'\n');
     }
 
-    /// Writes out every line pending (`spare`: an empty buffer to leave in their place).
+    /// Writes out every line pending (`spare`: an empty buffer to leave in their place). Only
+    /// the writer thread calls it, so lines are written in order.
     fn write_out(&self, spare: &mut Vec<u8>) {
-        let _order = self.output.lock().unwrap_or_else(|e| e.into_inner());
         {
             let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::swap(&mut *lines, spare);
         }
-        self.taken.notify_all();
         if !spare.is_empty() {
             let _ = io::stderr().lock().write_all(spare);
             spare.clear();
         }
+        // The write went through: say what was lost while it could not.
+        let lost = self.dropped.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            log::warn!(
+                "{lost} log lines were dropped: the log output was not being read, and {} MiB of lines were waiting",
+                PENDING_BYTES >> 20
+            );
+        }
+        let mut writes = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        *writes += 1;
+        self.written.notify_all();
+    }
+
+    /// Waits until every line pushed before the call is written, at most `bound`; whether
+    /// they were.
+    fn wait_written(&self, bound: Duration) -> bool {
+        let writes = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        // The write under way may have taken its lines before this call's; the next one takes
+        // every line pushed by now.
+        let target = *writes + 2;
+        let (writes, _) = self
+            .written
+            .wait_timeout_while(writes, bound, |writes| *writes < target)
+            .unwrap_or_else(|e| e.into_inner());
+        *writes >= target
     }
 }
 
@@ -128,11 +175,12 @@ impl Write for Background {
     }
 }
 
-/// Writes out every line logged so far (call before the process exits).
-pub fn finish() {
-    if let Some(pending) = PENDING.get() {
-        pending.write_out(&mut Vec::new());
-    }
+/// Waits for every line logged so far to be written, at most [`FINISH_BOUND`] (call before
+/// the process exits); whether they were.
+pub fn finish() -> bool {
+    PENDING
+        .get()
+        .is_none_or(|pending| pending.wait_written(FINISH_BOUND))
 }
 
 /// Sets up the logger (once; a host program's logger is kept).
@@ -147,8 +195,9 @@ pub fn init(format: LogFormat) {
         // Lives as long as the process, like the thread that writes it out.
         let pending: &'static Pending = Box::leak(Box::new(Pending {
             lines: Mutex::new(Vec::with_capacity(64 * 1024)),
-            taken: Condvar::new(),
-            output: Mutex::new(()),
+            dropped: AtomicU64::new(0),
+            writes: Mutex::new(0),
+            written: Condvar::new(),
         }));
         let spawned = thread::Builder::new()
             .name("log-writer".into())
