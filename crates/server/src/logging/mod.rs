@@ -105,23 +105,27 @@ impl Pending {
 
     /// Writes out every line pending (`spare`: an empty buffer to leave in their place). Only
     /// the writer thread calls it, so lines are written in order.
-    fn write_out(&self, spare: &mut Vec<u8>) {
+    /// `lost`: lines dropped before the last write went through and not yet reported.
+    fn write_out(&self, spare: &mut Vec<u8>, lost: &mut u64) {
         {
             let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::swap(&mut *lines, spare);
+        }
+        // Reported once the pending lines were taken: the buffer has room for the report
+        // again (logged while it was full, the report itself would be dropped).
+        if *lost > 0 {
+            log::warn!(
+                "{lost} log lines were dropped: the log output was not being read, and {} MiB of lines were waiting",
+                PENDING_BYTES >> 20
+            );
+            *lost = 0;
         }
         if !spare.is_empty() {
             let _ = io::stderr().lock().write_all(spare);
             spare.clear();
         }
-        // The write went through: say what was lost while it could not.
-        let lost = self.dropped.swap(0, Ordering::Relaxed);
-        if lost > 0 {
-            log::warn!(
-                "{lost} log lines were dropped: the log output was not being read, and {} MiB of lines were waiting",
-                PENDING_BYTES >> 20
-            );
-        }
+        // The write went through: what was lost while it could not is reported next time.
+        *lost += self.dropped.swap(0, Ordering::Relaxed);
         let mut writes = self.writes.lock().unwrap_or_else(|e| e.into_inner());
         *writes += 1;
         self.written.notify_all();
@@ -152,9 +156,10 @@ const WRITE_INTERVAL: Duration = Duration::from_millis(20);
 /// The writer thread: every interval, write out every pending line.
 fn write_lines(pending: &'static Pending) {
     let mut spare = Vec::new();
+    let mut lost = 0;
     loop {
         thread::sleep(WRITE_INTERVAL);
-        pending.write_out(&mut spare);
+        pending.write_out(&mut spare, &mut lost);
     }
 }
 
