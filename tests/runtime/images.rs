@@ -193,7 +193,11 @@ fn big_layout(dir: &Path) -> String {
             "annotations": {"org.opencontainers.image.ref.name": "v1"},
         }],
     });
-    fs::write(dir.join("index.json"), serde_json::to_vec(&index).expect("JSON")).expect("index");
+    fs::write(
+        dir.join("index.json"),
+        serde_json::to_vec(&index).expect("JSON"),
+    )
+    .expect("index");
     fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).expect("oci-layout");
     format!("sha256:{hex}")
 }

@@ -33,6 +33,13 @@ pub struct Pod {
     pub runtime_default_seccomp: bool,
     /// Where the certificate secret is mounted.
     pub certs_mount: String,
+    /// The Deployment's rolling update: pods stopped before their replacement is ready, and
+    /// pods started beyond the replica count (integers).
+    pub max_unavailable: u64,
+    pub max_surge: u64,
+    /// The readiness probe's period and failure threshold (Kubernetes' default 3 when unset).
+    pub readiness_period: Duration,
+    pub readiness_failures: u64,
 }
 
 impl Pod {
@@ -115,6 +122,18 @@ impl Pod {
                 == Some("RuntimeDefault")
                 || security["seccompProfile"]["type"].as_str() == Some("RuntimeDefault"),
             certs_mount,
+            max_unavailable: deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"]
+                .as_u64()
+                .expect("maxUnavailable as a number"),
+            max_surge: deployment["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+                .as_u64()
+                .expect("maxSurge as a number"),
+            readiness_period: Duration::from_secs(
+                c["readinessProbe"]["periodSeconds"].as_u64().unwrap_or(10),
+            ),
+            readiness_failures: c["readinessProbe"]["failureThreshold"]
+                .as_u64()
+                .unwrap_or(3),
             args,
         }
     }
@@ -133,27 +152,14 @@ impl Pod {
             })
             .collect()
     }
-
-    /// The shutdown delay the chart starts the server with (`--shutdown-delay Ns`).
-    pub fn shutdown_delay(&self) -> Duration {
-        let value = self
-            .args
-            .iter()
-            .skip_while(|a| *a != "--shutdown-delay")
-            .nth(1)
-            .expect("--shutdown-delay");
-        Duration::from_secs(
-            value
-                .trim_end_matches('s')
-                .parse()
-                .expect("--shutdown-delay in seconds"),
-        )
-    }
 }
 
 /// A Kubernetes memory quantity (`512Mi`, `1Gi`, `268435456`) in bytes.
 fn quantity(text: &str) -> u64 {
-    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
     let n: u64 = number.parse().expect("a memory quantity");
     n * match unit {
         "" => 1,

@@ -79,7 +79,10 @@ fn root_read_only(pid: u32) -> bool {
     let info = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).expect("mountinfo");
     info.lines().any(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        fields.get(4) == Some(&"/") && fields.get(5).is_some_and(|o| o.split(',').any(|o| o == "ro"))
+        fields.get(4) == Some(&"/")
+            && fields
+                .get(5)
+                .is_some_and(|o| o.split(',').any(|o| o == "ro"))
     })
 }
 
@@ -100,17 +103,24 @@ fn the_image_runs_under_containerd_as_the_chart_runs_it() {
         "the image's user is the chart's runAsUser:runAsGroup"
     );
     let listen = format!("127.0.0.1:{port}");
-    let mut container = node.run(&image, &pod, &listen, &certs.secret(), |p| {
-        client.status(p)
-    });
+    let mut container = node.run(&image, &pod, &listen, &certs.secret(), |p| client.status(p));
     let pid = node.pid(&container);
 
     // What the process runs with.
-    let ids = |key| status(pid, key).split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    let ids = |key| {
+        status(pid, key)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(ids("Uid"), vec![pod.run_as_user.to_string(); 4], "user");
     assert_eq!(ids("Gid"), vec![pod.run_as_group.to_string(); 4], "group");
     for caps in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
-        assert_eq!(status(pid, caps), "0000000000000000", "{caps}: no capability");
+        assert_eq!(
+            status(pid, caps),
+            "0000000000000000",
+            "{caps}: no capability"
+        );
     }
     assert_eq!(status(pid, "NoNewPrivs"), "1");
     assert_eq!(status(pid, "Seccomp"), "2", "a seccomp filter");
@@ -130,7 +140,9 @@ fn the_image_runs_under_containerd_as_the_chart_runs_it() {
     )
     .expect("hosts");
     for helm in ["helm3", "helm4"] {
-        let Some(helm) = common::Helm::new(helm) else { return };
+        let Some(helm) = common::Helm::new(helm) else {
+            return;
+        };
         for (chart, version) in [("hello", "1.0.0"), ("rollout", "1.0.0")] {
             let out_dir = dir.path().join(format!("{}-{chart}", helm.name));
             std::fs::create_dir(&out_dir).expect("folder");
@@ -186,24 +198,42 @@ fn the_image_runs_under_containerd_as_the_chart_runs_it() {
     .expect("hosts.toml");
     let sample = format!("{host}/images/sample:v1");
     node.containerd.pull_ok(&sample, &hosts_dir, &[]);
-    assert!(node.containerd.unpacked(&sample), "{sample} pulled and unpacked");
+    assert!(
+        node.containerd.unpacked(&sample),
+        "{sample} pulled and unpacked"
+    );
 
     // The 1 GiB blob, twice the memory limit, byte-exact and without an OOM kill.
     let memory = Memory::of(pid);
-    assert_eq!(memory.report().limit, pod.memory_limit, "the chart's memory limit");
+    assert_eq!(
+        memory.report().limit,
+        pod.memory_limit,
+        "the chart's memory limit"
+    );
     drop_cached_binary(pid);
     let big = format!("/v2/big/blob/blobs/{}", new.big_digest);
     let started = Instant::now();
     let (digest, size) = download(&client, &big, &[], &AtomicU64::new(0));
     let took = started.elapsed();
-    assert_eq!((digest.as_str(), size), (new.big_digest.as_str(), images::BIG));
+    assert_eq!(
+        (digest.as_str(), size),
+        (new.big_digest.as_str(), images::BIG)
+    );
     let report = memory.report();
-    eprintln!("1 GiB served in {took:.1?} under a {} MiB limit: {report:?}", pod.memory_limit >> 20);
+    eprintln!(
+        "1 GiB served in {took:.1?} under a {} MiB limit: {report:?}",
+        pod.memory_limit >> 20
+    );
     assert_eq!(report.oom_kills, 0, "OOM kills: {report:?}");
     assert!(container.running(), "still running:\n{}", container.log());
     assert!(
         report.limit_hits > 0,
         "the cgroup never reached its limit, so nothing was proven reclaimable: {report:?}"
+    );
+    assert!(report.peak <= report.limit, "{report:?}");
+    assert!(
+        report.file > report.limit / 2,
+        "the blob's pages are charged as page cache (file-backed): {report:?}"
     );
     assert!(
         report.anon < ANON_BOUND,
@@ -216,7 +246,10 @@ fn the_image_runs_under_containerd_as_the_chart_runs_it() {
     // within the grace period.
     let progress = Arc::new(AtomicU64::new(0));
     let in_flight = {
-        let (progress, client) = (progress.clone(), Client::new(port, &certs.ca()).expect("curl"));
+        let (progress, client) = (
+            progress.clone(),
+            Client::new(port, &certs.ca()).expect("curl"),
+        );
         let big = big.clone();
         std::thread::spawn(move || download(&client, &big, &["--limit-rate", "200M"], &progress))
     };
@@ -238,7 +271,10 @@ fn the_image_runs_under_containerd_as_the_chart_runs_it() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let (digest, size) = in_flight.join().expect("the download in flight completes");
-    assert_eq!((digest.as_str(), size), (new.big_digest.as_str(), images::BIG));
+    assert_eq!(
+        (digest.as_str(), size),
+        (new.big_digest.as_str(), images::BIG)
+    );
     let exit = container
         .wait(pod.grace.saturating_sub(term.elapsed()))
         .unwrap_or_else(|| {
@@ -266,4 +302,3 @@ fn layer_of(client: &Client, chart: &str, version: &str) -> String {
         .expect("layer digest")
         .to_owned()
 }
-
