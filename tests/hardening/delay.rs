@@ -9,7 +9,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -149,7 +148,7 @@ fn server_end(pid: u32, client: &TcpStream) -> TcpStream {
         let Ok(copy) = pidfd_getfd(&pidfd, fd, PidfdGetfdFlags::empty()) else {
             continue;
         };
-        let socket = TcpStream::from(OwnedFd::from(copy));
+        let socket = TcpStream::from(copy);
         if socket.peer_addr().is_ok_and(|peer| peer == ours) {
             return socket;
         }

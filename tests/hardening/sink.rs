@@ -78,6 +78,10 @@ fn metric(addr: SocketAddr, name: &str) -> u64 {
 
 /// The server started with its output on pipes; its address, read off stderr until the
 /// summary line, after which nobody reads either pipe.
+#[allow(
+    clippy::zombie_processes,
+    reason = "returned to the test, which waits for it (terminate); killed where it fails here"
+)]
 fn start() -> (Child, SocketAddr, BufReader<std::process::ChildStderr>) {
     let mut child = Command::new(chartreg_bin())
         .args(["serve", "--listen", "127.0.0.1:0"])
@@ -92,10 +96,11 @@ fn start() -> (Child, SocketAddr, BufReader<std::process::ChildStderr>) {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(
-            stderr.read_line(&mut line).expect("log") > 0,
-            "no summary line"
-        );
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no summary line");
+        }
         if let Some(at) = line.find(" on http://") {
             let addr = line[at + 11..]
                 .split(|c: char| c.is_whitespace() || c == ',')
