@@ -54,6 +54,7 @@ async fn sequential_http2_answers_are_not_held_back() {
         times.push(start.elapsed());
     }
     let median = median(times);
+    eprintln!("HTTP/2, {REQUESTS} sequential answers on one connection: median {median:?}");
     assert!(
         median < BOUND,
         "the median HTTP/2 answer took {median:?} (44 ms: held back for a delayed ACK)"
@@ -121,6 +122,7 @@ fn sequential_https_http1_answers_are_not_held_back() {
         times.push(start.elapsed());
     }
     let median = median(times);
+    eprintln!("HTTPS HTTP/1.1, {REQUESTS} sequential answers on one connection: median {median:?}");
     assert!(
         median < BOUND,
         "the median HTTPS HTTP/1.1 answer took {median:?}"

@@ -3,8 +3,8 @@
 //! with a chain are served; TLS 1.3 and 1.2, ALPN h2 and http/1.1; start-up fails (before
 //! listening) on every kind of bad file; a rotated Kubernetes secret (`..data` symlink swap) is
 //! picked up without a failed connection, and a bad new pair is ignored with a warning; plain
-//! HTTP sent to the HTTPS port gets a 400 saying so (Helm 3 and 4, curl); the binary links no
-//! OpenSSL.
+//! HTTP sent to the HTTPS port gets a 400 saying so (Helm 3 and 4, curl); handshakes that fail
+//! are counted by reason in `/metrics`, within one 3 s bound; the binary links no OpenSSL.
 //!
 //! Every certificate is made by the test (rcgen, plus the `openssl` CLI for the key formats
 //! rcgen does not write), in its own temporary folder; every test runs its own chartreg.
@@ -14,6 +14,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod files;
+mod handshakes;
 mod helm;
 mod plain;
 mod reload;
