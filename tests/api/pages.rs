@@ -287,29 +287,6 @@ async fn the_classic_index_is_what_helm_repo_index_writes() {
     post.assert_error(StatusCode::NOT_FOUND, "UNSUPPORTED");
 }
 
-/// `call`, on a connection the app sees as chartreg's own TLS (as its HTTPS listener does).
-async fn call_tls(registry: Registry, uri: &str, headers: &[(&str, &str)]) -> Reply {
-    use actix_service::map_config;
-    use actix_web::dev::AppConfig;
-    let app = map_config(chartreg::http::app(web::Data::new(registry)), |_| {
-        AppConfig::__priv_test_new(true, "localhost:8443".into(), ([127, 0, 0, 1], 8443).into())
-    });
-    let app = test::init_service(app).await;
-    let mut req = TestRequest::get().uri(uri);
-    for (k, v) in headers {
-        req = req.insert_header((*k, *v));
-    }
-    let res: ServiceResponse<_> = test::call_service(&app, req.to_request()).await;
-    let status = res.status();
-    let headers = res.headers().clone();
-    let body = test::read_body(res).await;
-    Reply {
-        status,
-        headers,
-        body,
-    }
-}
-
 /// A chart (`charts/one`, one version) and `images` one-tag image repositories.
 fn chart_and_images(images: usize) -> Registry {
     let dir = tempfile::tempdir().unwrap();
@@ -345,30 +322,7 @@ async fn the_commands_take_the_flags_the_connection_calls_for() {
     }
     assert!(!plain.contains("ca.crt"), "{plain}");
 
-    let r = call_tls(chart_and_images(1), "/", &host).await;
-    assert_eq!(r.header("content-security-policy"), Some(CSP));
-    let tls = text(&r);
-    for want in [
-        "helm repo add chartreg https://regist.ry:5000/charts --ca-file ca.crt</code>",
-        "helm pull oci://regist.ry:5000/charts/one --version 1.0.0 --ca-file ca.crt</code>",
-        "helm install one oci://regist.ry:5000/charts/one --version 1.0.0 --ca-file ca.crt</code>",
-        "skopeo inspect --cert-dir . docker://regist.ry:5000/images/r0:v1</code>",
-        // Where ca.crt comes from.
-        "kubectl -n NAMESPACE get secret helm-repository-tls -o jsonpath='{.data.ca\\.crt}' | base64 -d &gt; ca.crt",
-    ] {
-        assert!(tls.contains(want), "over TLS, {want}: {tls}");
-    }
-    assert!(
-        !tls.contains("--plain-http") && !tls.contains("--tls-verify"),
-        "{tls}"
-    );
-    let repository = text(&call_tls(chart_and_images(1), "/ui/charts/one", &host).await);
-    assert!(
-        repository.contains(
-            "helm pull oci://regist.ry:5000/charts/one --version 1.0.0 --ca-file ca.crt</code>"
-        ) && repository.contains("kubectl -n NAMESPACE get secret"),
-        "{repository}"
-    );
+    // Over chartreg's own TLS (what its listener says of the connection): tests/tls/pages.rs.
 
     // Behind a proxy that terminates TLS, chartreg knows no CA file to name.
     let proxied = text(

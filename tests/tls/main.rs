@@ -4,7 +4,8 @@
 //! listening) on every kind of bad file; a rotated Kubernetes secret (`..data` symlink swap) is
 //! picked up without a failed connection, and a bad new pair is ignored with a warning; plain
 //! HTTP sent to the HTTPS port gets a 400 saying so (Helm 3 and 4, curl); handshakes that fail
-//! are counted by reason in `/metrics`, within one 3 s bound; the binary links no OpenSSL.
+//! are counted by reason in `/metrics`, within one 3 s bound; the page's commands name the CA
+//! file; the binary links no OpenSSL.
 //!
 //! Every certificate is made by the test (rcgen, plus the `openssl` CLI for the key formats
 //! rcgen does not write), in its own temporary folder; every test runs its own chartreg.
@@ -16,6 +17,7 @@ mod common;
 mod files;
 mod handshakes;
 mod helm;
+mod pages;
 mod plain;
 mod reload;
 mod startup;
