@@ -7,18 +7,22 @@
 //! embedded); content is made by the build tool, `chartreg-build`, which this crate does not
 //! depend on.
 //!
-//! - [`http`] answers the OCI distribution read API from a registry.
+//! - [`http`] answers the OCI distribution read API from a registry, and the pages and the
+//!   classic Helm repository through [`web`] (which renders them once, lazily).
 //! - [`serve`] runs the HTTP server (its main listener built by [`listener`]; with [`tls`],
 //!   [`metrics`] and [`logging`]).
-//! - [`inspect`] lists what the binary holds and verifies it (`ls`, `verify`); [`addons`]
-//!   writes the add-ons ConfigMap of its charts (`addons-config`); [`mirror_config`] the files
-//!   that make nodes pull its images through it (`mirror-config`).
+//! - [`inspect`] lists what the binary holds and verifies it (`ls`, `verify`; [`recheck`]
+//!   checks the build's signature records again); [`addons`] writes the add-ons ConfigMap of
+//!   its charts (`addons-config`); [`mirror_config`] the files that make nodes pull its images
+//!   through it (`mirror-config`).
+//! - [`versions`] orders chart versions as Helm does, and names the one Helm takes by default
+//!   with [`go_sort`] (Go's unstable sort, step for step).
 //! - [`cli`] is the command line: `serve`, `ls`, `verify`, `addons-config`, `mirror-config`.
 //!
-//! Dependencies point one way: `cli` -> `serve` -> `listener` -> `http` -> `chartreg_core`;
-//! `cli` -> `addons` (-> `web`, `versions`), `inspect` (-> `web`), `mirror_config` ->
-//! `chartreg_core`;
-//! `http` -> `metrics`, `logging` (neither imports the other modules).
+//! Dependencies point one way: `cli` -> `serve` -> `listener` (-> `tls`) -> `http` -> `web` ->
+//! `versions` -> `go_sort`, all -> `chartreg_core`; `cli` -> `addons` (-> `web`, `versions`),
+//! `inspect` (-> `web`, `recheck` -> `chartreg_trust`), `mirror_config`; `http` -> `metrics`,
+//! `logging` (neither imports the other modules).
 //!
 //! No `unsafe` code is written here (`[workspace.lints]` forbids it); the one `unsafe` in the
 //! binary is in the expansion of `chartreg_embed::linked_blob!` (see the binary's `src/main.rs`,

@@ -10,17 +10,64 @@
 //! upstream's index as the record holds it (its signatures are over that one).
 
 use chartreg_core::content::{
-    Evidence, HeldFile, Record, Registry, UpstreamIndex, VERIFICATION_FILE, VerificationFile,
+    self, Evidence, HeldFile, Record, Registry, Unreadable, UpstreamIndex, VERIFICATION_FILE,
+    VerificationFile,
 };
 use chartreg_core::oci::media_type::{HELM_CHART, HELM_PROVENANCE};
 use chartreg_core::oci::{Digest, Reference};
-use chartreg_trust::{Checked, LayoutError, Policy, Store};
+use chartreg_trust::{Checked, LayoutError, Policy, PolicyError, Store};
 
-/// What re-checking found: how many records were checked, and the problems.
+/// What re-checking found: how many records were checked, and the problems (each naming what
+/// it is about).
 #[derive(Debug, Default)]
 pub struct Rechecked {
     pub records: usize,
     pub problems: Vec<String>,
+}
+
+/// Why a record does not hold, or could not be checked; each carries what it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error("{VERIFICATION_FILE}: {0}")]
+    File(#[source] serde_json::Error),
+    #[error("{VERIFICATION_FILE}: the embedded policy: {0}")]
+    Policy(#[source] PolicyError),
+    #[error("recorded, but the embedded policy has no {0} part")]
+    NoPolicyPart(&'static str),
+    #[error("no such repository")]
+    NoRepository,
+    #[error("no tag {0}")]
+    NoTag(String),
+    #[error(transparent)]
+    Manifest(#[from] Unreadable),
+    #[error("its manifest has no chart layer")]
+    NoChartLayer,
+    #[error("its provenance: {0}")]
+    Provenance(#[source] content::Error),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("the build recorded the package {recorded}, the tag serves {served}")]
+    PackageChanged {
+        recorded: Box<Digest>,
+        served: Box<Digest>,
+    },
+    #[error("the build recorded {recorded}, the tag serves {served}")]
+    DigestChanged {
+        recorded: Box<Digest>,
+        served: Box<Digest>,
+    },
+    #[error("verified by {} now, the build recorded {}", said(now), said(recorded))]
+    OtherSigners {
+        now: Vec<Evidence>,
+        recorded: Vec<Evidence>,
+    },
+    #[error("no signature now, the build recorded {}", said(.0))]
+    Unsigned(Vec<Evidence>),
+    #[error("does not verify now ({line}), the build recorded {}", said(recorded))]
+    Fails {
+        line: String,
+        recorded: Vec<Evidence>,
+    },
 }
 
 /// Re-checks the records of the content's `verification.json`, if it has one (`None` when not).
@@ -32,7 +79,7 @@ pub fn signatures(files: &[HeldFile], registry: &Registry) -> Option<Rechecked> 
     let record: VerificationFile = match serde_json::from_slice(&file.data) {
         Ok(record) => record,
         Err(e) => {
-            out.problems.push(format!("{VERIFICATION_FILE}: {e}"));
+            out.problems.push(Problem::File(e).to_string());
             return Some(out);
         }
     };
@@ -40,8 +87,7 @@ pub fn signatures(files: &[HeldFile], registry: &Registry) -> Option<Rechecked> 
     {
         Ok(policy) => policy,
         Err(e) => {
-            out.problems
-                .push(format!("{VERIFICATION_FILE}: the embedded policy: {e}"));
+            out.problems.push(Problem::Policy(e).to_string());
             return Some(out);
         }
     };
@@ -67,23 +113,19 @@ pub fn signatures(files: &[HeldFile], registry: &Registry) -> Option<Rechecked> 
 }
 
 /// Whether checking again gives what the record says.
-fn compare(now: Checked<Vec<Evidence>>, recorded: &Record) -> Result<(), String> {
+fn compare(now: Checked<Vec<Evidence>>, recorded: &Record) -> Result<(), Problem> {
     match now {
         Checked::Verified(by) if by == recorded.verified => Ok(()),
-        Checked::Verified(by) => Err(format!(
-            "verified by {} now, the build recorded {}",
-            said(&by),
-            said(&recorded.verified)
-        )),
+        Checked::Verified(by) => Err(Problem::OtherSigners {
+            now: by,
+            recorded: recorded.verified.clone(),
+        }),
         _ if recorded.verified.is_empty() => Ok(()),
-        Checked::NotSigned => Err(format!(
-            "no signature now, the build recorded {}",
-            said(&recorded.verified)
-        )),
-        Checked::Failed { line, .. } => Err(format!(
-            "does not verify now ({line}), the build recorded {}",
-            said(&recorded.verified)
-        )),
+        Checked::NotSigned => Err(Problem::Unsigned(recorded.verified.clone())),
+        Checked::Failed { line, .. } => Err(Problem::Fails {
+            line,
+            recorded: recorded.verified.clone(),
+        }),
     }
 }
 
@@ -103,31 +145,31 @@ fn chart(
     repository: &str,
     version: &str,
     recorded: &Record,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     let charts = policy
         .charts
         .as_ref()
-        .ok_or("recorded, but the embedded policy has no charts part")?;
+        .ok_or(Problem::NoPolicyPart("charts"))?;
     let repo = registry
         .repositories()
         .find(|r| r.name() == repository)
-        .ok_or("no such repository")?;
+        .ok_or(Problem::NoRepository)?;
     // `helm push` tags a version with `+` as `_`.
     let tag = version.replace('+', "_");
-    let manifest = repo.tagged(&tag).ok_or_else(|| format!("no tag {tag}"))?;
-    let layers = manifest.document().map_err(|e| e.to_string())?.references();
+    let manifest = repo.tagged(&tag).ok_or(Problem::NoTag(tag))?;
+    let layers = manifest.document()?.references();
     let layer = |media: &str| layers.iter().find(|d| d.media_type == media);
-    let package = layer(HELM_CHART).ok_or("its manifest has no chart layer")?;
+    let package = layer(HELM_CHART).ok_or(Problem::NoChartLayer)?;
     if package.digest != recorded.digest {
-        return Err(format!(
-            "the build recorded the package {}, the tag serves {}",
-            recorded.digest, package.digest
-        ));
+        return Err(Problem::PackageChanged {
+            recorded: Box::new(recorded.digest.clone()),
+            served: Box::new(package.digest.clone()),
+        });
     }
     let prov = match layer(HELM_PROVENANCE) {
         Some(d) => Some(
             repo.blob(&d.digest)
-                .map_err(|e| e.to_string())?
+                .map_err(Problem::Provenance)?
                 .data
                 .clone(),
         ),
@@ -209,30 +251,29 @@ fn image(
     repository: &str,
     tag: &str,
     recorded: &Record,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     let images = policy
         .images
         .as_ref()
-        .ok_or("recorded, but the embedded policy has no images part")?;
+        .ok_or(Problem::NoPolicyPart("images"))?;
     let repo = registry
         .repositories()
         .find(|r| r.name() == repository)
-        .ok_or("no such repository")?;
+        .ok_or(Problem::NoRepository)?;
     let served = Served {
         repository: repo,
         upstream: recorded.upstream.as_ref(),
     };
-    let checked = chartreg_trust::check_store(images, repository, &served, Some(tag))
-        .map_err(|e| e.to_string())?;
+    let checked = chartreg_trust::check_store(images, repository, &served, Some(tag))?;
     let one = checked
         .into_iter()
         .next()
-        .ok_or_else(|| format!("no tag {tag}"))?;
+        .ok_or_else(|| Problem::NoTag(tag.to_owned()))?;
     if one.digest != recorded.digest {
-        return Err(format!(
-            "the build recorded {}, the tag serves {}",
-            recorded.digest, one.digest
-        ));
+        return Err(Problem::DigestChanged {
+            recorded: Box::new(recorded.digest.clone()),
+            served: Box::new(one.digest),
+        });
     }
     compare(one.checked, recorded)
 }
