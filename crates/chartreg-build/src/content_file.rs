@@ -10,7 +10,8 @@
 //! layouts:                    # OCI image layouts, each served as one repository
 //!   - from: images/sample
 //!     repository: images/sample
-//!     tag: v1                 # optional: the one tag to take
+//!     tag: v1                 # optional: the one image to take: a tag, sha256:<hex>, or
+//!                             # TAG@sha256:<hex> (the digest, served under TAG)
 //!     namespace: quay.io      # optional: the upstream registry it came from; served as
 //!                             # quay.io/images/sample, and to nodes asking with ?ns=quay.io
 //! lock: chartreg.lock         # optional: what `chartreg-build fetch` took, checked, packed
@@ -201,7 +202,7 @@ mod tests {
         );
         let specs = file.layout_specs(&path).unwrap();
         assert_eq!(specs[0].dir, dir.path().join("images/a"));
-        assert_eq!(specs[0].tag.as_ref().unwrap().as_str(), "v1");
+        assert_eq!(specs[0].pin.as_ref().unwrap().to_string(), ":v1");
 
         fs::write(
             &path,

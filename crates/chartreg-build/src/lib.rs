@@ -13,11 +13,14 @@
 //!   base) as an OCI image layout, with no container engine.
 //! - [`chart_images`] finds the images each chart needs (`chartreg-build images`), which
 //!   pack checks the content holds.
-//! - [`content_file`] reads the content file that lists those inputs (`content.yaml`).
+//! - [`content_file`] reads the content file that lists those inputs (`content.yaml`);
+//!   [`verify`] is its `verify:` policy, checked by `chartreg_trust` for fetch and pack.
 //! - [`yaml`] reads upstream's YAML (Chart.yaml, values.yaml, a bundle's lists) within bounds
-//!   of size, nesting and expanded values.
+//!   of size, nesting and expanded values; [`yaml_file`] reads a file a person wrote (the
+//!   content file, the lists, the lock) with those bounds, every error naming the file and line.
 //! - [`bounded`] runs every program the tool starts (Helm, cargo, the built server) within
 //!   bounds of time, memory and output, with an environment it names.
+//! - [`pin`] reads what an entry asks of an image repository: a tag, a digest, or both.
 //! - [`cli`] is the command line, `chartreg-build pack ...`, `chartreg-build fetch ...`.
 //!
 //! Everything it shares with the server (OCI vocabulary, layout writing) comes from
@@ -34,6 +37,7 @@ pub mod import;
 pub mod init;
 pub mod lock;
 pub mod pack;
+pub mod pin;
 #[cfg(test)]
 mod samples;
 pub mod verify;

@@ -17,6 +17,7 @@ use chartreg_core::oci::{Digest, Namespace};
 use serde::{Deserialize, Serialize};
 
 use crate::pack::{LayoutSpec, LayoutSpecError};
+use crate::pin::Pin;
 
 /// Changed whenever the lock's shape changes.
 pub const VERSION: u32 = 1;
@@ -51,8 +52,14 @@ pub enum Error {
         why: Box<Stale>,
         names_lists: bool,
     },
-    #[error("{}: `{key}` is not REGISTRY/REPOSITORY:TAG (REGISTRY a host with a `.` or a port, or `localhost`)", path.display())]
+    #[error("{}: `{key}` is not REGISTRY/REPOSITORY:TAG, REGISTRY/REPOSITORY@sha256:HEX or REGISTRY/REPOSITORY:TAG@sha256:HEX (REGISTRY a host with a `.` or a port, or `localhost`)", path.display())]
     ImageKey { path: PathBuf, key: String },
+    #[error("{}: `{key}` pins another digest than the {digest} the lock records for it", path.display())]
+    KeyDigest {
+        path: PathBuf,
+        key: String,
+        digest: String,
+    },
     #[error("{}: layout {layout} holds both {first} and {second}", path.display())]
     LayoutTwice {
         path: PathBuf,
@@ -186,17 +193,15 @@ pub struct LockedImage {
     pub verified: Vec<Evidence>,
 }
 
-/// The repository a locked image (`REGISTRY/PATH:TAG`) is served as, and its tag: the path
-/// in the registry's namespace (`quay.io/jetstack/cert-manager-controller`,
-/// `127.0.0.1_5057/nutanix/demo-app`, `docker.io/library/nginx`: see
-/// `Namespace::served_name`), as nodes ask for it.
-pub fn served(key: &str) -> Option<(String, String)> {
+/// The repository a locked image (`REGISTRY/PATH:TAG`, `REGISTRY/PATH@DIGEST` or
+/// `REGISTRY/PATH:TAG@DIGEST`) is served as, and what it pins: the path in the registry's
+/// namespace (`quay.io/jetstack/cert-manager-controller`, `127.0.0.1_5057/nutanix/demo-app`,
+/// `docker.io/library/nginx`: see `Namespace::served_name`), as nodes ask for it.
+pub fn served(key: &str) -> Option<(String, Pin)> {
     let (registry, rest) = key.split_once('/')?;
-    let (path, tag) = rest.rsplit_once(':')?;
-    if tag.is_empty() {
-        return None;
-    }
-    Some((served_repository(registry, path)?, tag.to_owned()))
+    let (path, pin) = crate::pin::split(rest)?;
+    path.parse::<chartreg_core::oci::RepositoryName>().ok()?;
+    Some((served_repository(registry, path)?, pin.ok()?))
 }
 
 /// The repository `path` of `registry` as pack serves it (see [`served`]): the name `verify`
@@ -327,11 +332,21 @@ impl Lock {
         }
         let mut layouts: BTreeMap<&str, String> = BTreeMap::new();
         for (key, image) in &lock.images {
-            let (repository, tag) = served(key).ok_or_else(|| Error::ImageKey {
+            let (repository, pin) = served(key).ok_or_else(|| Error::ImageKey {
                 path: path.to_owned(),
                 key: key.clone(),
             })?;
-            let tag = tag.as_str();
+            // A digest the key pins is the one the lock records.
+            if let Some(pinned) = pin.digest()
+                && pinned.as_str() != image.digest
+            {
+                return Err(Error::KeyDigest {
+                    path: path.to_owned(),
+                    key: key.clone(),
+                    digest: image.digest.clone(),
+                });
+            }
+            let tag = pin.served().as_str();
             let dir = resolved(path, &image.layout);
             let file = dir.join(INDEX_FILE);
             let data = match std::fs::read(&file) {
@@ -502,12 +517,26 @@ mod tests {
     #[case("quay.io/x", None)]
     #[case("quay.io/:v1", None)]
     #[case("not a host/x:v1", None)]
+    #[case(
+        "quay.io/a/b@sha256:b7224a5a2e3d1c4a0f9a7e5d6c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a291",
+        Some(("quay.io/a/b", "digest-sha256-b7224a5a2e3d1c4a0f9a7e5d6c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a291"))
+    )]
+    #[case(
+        "127.0.0.1:5057/b:v2@sha256:b7224a5a2e3d1c4a0f9a7e5d6c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a291",
+        Some(("127.0.0.1_5057/b", "v2"))
+    )]
+    #[case("quay.io/a/b@sha256:b722", None)]
+    #[case("quay.io/a/b:sha256:b722", None)]
     fn locked_images_are_served_in_their_registrys_namespace(
         #[case] key: &str,
         #[case] want: Option<(&str, &str)>,
     ) {
         let got = served(key);
-        assert_eq!(got.as_ref().map(|(r, t)| (r.as_str(), t.as_str())), want);
+        assert_eq!(
+            got.as_ref()
+                .map(|(r, pin)| (r.as_str(), pin.served().as_str())),
+            want
+        );
     }
 
     #[test]

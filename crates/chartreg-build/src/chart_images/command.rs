@@ -16,6 +16,7 @@ use super::{ChartInput, Closure, Found, ImageRef, Options, Way};
 use crate::content_file::ContentFile;
 use crate::pack::command::PackArgs;
 use crate::pack::{Input, read_inputs};
+use crate::pin::Pin;
 
 /// Why `images` did not run.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +33,12 @@ pub enum Error {
     Write {
         path: PathBuf,
         source: std::io::Error,
+    },
+    #[error("{}: not written: the charts need {image}, which fetch cannot take ({why})", path.display())]
+    NotListable {
+        path: PathBuf,
+        image: String,
+        why: String,
     },
     #[error("nothing to read: give chart packages or folders, or --config")]
     NoInputs,
@@ -187,11 +194,13 @@ pub fn run(args: &ImagesArgs) -> Result<(), Error> {
     }
     if let Some(path) = &args.images_file {
         let (text, left_out) = images_file(&closure);
-        for image in left_out {
-            crate::cli::warn(format_args!(
-                "{image} is pinned by digest only, and fetch takes tags: not in {}",
-                path.display()
-            ));
+        if let Some((image, why)) = left_out.first() {
+            // fetch could not take it: no list that leaves an image out is written.
+            return Err(Error::NotListable {
+                path: path.clone(),
+                image: image.clone(),
+                why: why.clone(),
+            });
         }
         std::fs::write(path, text).map_err(|source| Error::Write {
             path: path.clone(),
@@ -309,28 +318,30 @@ pub fn table(closure: &Closure, why: bool) -> String {
     out
 }
 
-/// The needed images in mindthegap's images format (registry -> `images` -> path -> tags), and
-/// those it cannot hold (pinned by digest only).
+/// The needed images in mindthegap's images format (registry -> `images` -> path -> what to
+/// take: a tag, `sha256:<hex>`, or `TAG@sha256:<hex>`, as fetch reads them: `crate::pin`), and
+/// those it cannot hold (a digest other than sha256), each with why.
 ///
-/// Every registry, path and tag is written double-quoted, as YAML strings: each is an
+/// Every registry, path and entry is written double-quoted, as YAML strings: each is an
 /// [`ImageRef`]'s part, which its grammar holds to ASCII letters, digits and `.`, `_`, `-`, `/`,
-/// `:` (no quote, backslash, space or control character, so nothing needs escaping inside the
-/// quotes), and quoted, no path reads as another YAML value (`null`, `yes`, `1.5`).
-pub fn images_file(closure: &Closure) -> (String, Vec<String>) {
-    let mut registries: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
+/// `:`, `@` (no quote, backslash, space or control character, so nothing needs escaping inside
+/// the quotes), and quoted, no path reads as another YAML value (`null`, `yes`, `1.5`).
+pub fn images_file(closure: &Closure) -> (String, Vec<(String, String)>) {
+    let mut registries: BTreeMap<&str, BTreeMap<&str, BTreeSet<String>>> = BTreeMap::new();
     let mut left_out = Vec::new();
     let needed: Vec<&ImageRef> = closure.needed().map(|(image, _)| image).collect();
     for image in needed {
-        match image.tag() {
-            Some(tag) => {
+        match Pin::of(image.tag(), image.digest()) {
+            Some(Ok(pin)) => {
                 registries
                     .entry(image.registry().as_str())
                     .or_default()
                     .entry(image.path())
                     .or_default()
-                    .insert(tag.as_str());
+                    .insert(pin.entry());
             }
-            None => left_out.push(image.to_string()),
+            Some(Err(e)) => left_out.push((image.to_string(), e.to_string())),
+            None => left_out.push((image.to_string(), "it names no tag or digest".to_owned())),
         }
     }
     let mut text =
@@ -387,6 +398,28 @@ mod tests {
         assert_eq!(images("quay.io")["null"], ["on"]);
         assert_eq!(images("quay.io")["yes"], ["1.5"]);
         assert_eq!(images("10.0.0.1:5000")["a/b"], ["v1"]);
+    }
+
+    /// Images pinned by digest are listed as fetch reads them: the digest, or TAG@DIGEST.
+    #[test]
+    fn the_images_file_lists_digests_as_fetch_takes_them() {
+        let hex = "b7224a5a2e3d1c4a0f9a7e5d6c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a291";
+        let (text, left_out) = images_file(&closure(&[
+            &format!("quay.io/a/b@sha256:{hex}"),
+            &format!("quay.io/a/b:1.36@sha256:{hex}"),
+        ]));
+        assert!(left_out.is_empty(), "{left_out:?}");
+        let read: crate::fetch::lists::ImagesFile = serde_yaml_ng::from_str(&text).unwrap();
+        let sources =
+            crate::fetch::lists::image_sources(&read, std::path::Path::new("images.yaml")).unwrap();
+        let described: Vec<String> = sources.iter().map(|s| s.describe()).collect();
+        assert_eq!(
+            described,
+            [
+                format!("quay.io/a/b@sha256:{hex}"),
+                format!("quay.io/a/b:1.36@sha256:{hex}")
+            ]
+        );
     }
 
     /// What the table and `--why` quote of a chart is escaped; `--json` keeps the values, with

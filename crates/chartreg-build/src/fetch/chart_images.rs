@@ -13,8 +13,9 @@
 //! fetched their closure must be exactly those: a chart that now needs another image is an
 //! entry the lock does not hold.
 //!
-//! Fetch takes tags: an image a chart pins by digest alone is left out, with a warning (pack's
-//! `images.closure` check then names it).
+//! An image a chart names by tag is taken by tag; by digest, by that digest (served under
+//! `digest-sha256-<hex>`); by both, by the digest, served under the tag (`crate::pin`). A reference
+//! fetch cannot take (a digest other than sha256) fails the chart, naming it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ use super::problem::{Entry, Failed, Problem, Unlocked};
 use super::transport::Bounded;
 use super::{FetchError, Fetched, Lock};
 use crate::chart_images::{self, ChartInput};
+use crate::pin::Pin;
 
 /// What `--with-chart-images` is given.
 #[derive(Debug, Clone)]
@@ -49,17 +51,17 @@ pub fn asked(with: &WithChartImages, fetched: &mut Fetched<Pending>) -> Asked {
         let Some(pending) = fetched.locked.get(&key) else {
             continue;
         };
-        match closure_of(with, pending) {
-            Ok(closure) => add(&mut asked, &closure),
-            Err(e) => {
-                if let Some(pending) = fetched.locked.remove(&key) {
-                    pending.discard();
-                }
-                fetched.failures.push(Failed {
-                    entry: Entry::Chart(key),
-                    problem: Problem::ChartImages(Arc::new(e)),
-                });
+        let added = closure_of(with, pending)
+            .map_err(|e| Problem::ChartImages(Arc::new(e)))
+            .and_then(|closure| add(&mut asked, &closure));
+        if let Err(problem) = added {
+            if let Some(pending) = fetched.locked.remove(&key) {
+                pending.discard();
             }
+            fetched.failures.push(Failed {
+                entry: Entry::Chart(key),
+                problem,
+            });
         }
     }
     asked
@@ -90,31 +92,45 @@ fn closure_of(
     chart_images::find(&[input], &with.options)
 }
 
-/// Adds the tagged images `closure` needs to `asked`; warns of the rest (escaped, `crate::cli`:
-/// they quote the charts and Helm).
-fn add(asked: &mut Asked, closure: &chart_images::Closure) {
+/// Adds the images `closure` needs to `asked`, each by its tag, digest or both; warns of the
+/// rest (escaped, `crate::cli`: they quote the charts and Helm). An image whose reference fetch
+/// cannot take fails the chart: nothing is added for it.
+fn add(asked: &mut Asked, closure: &chart_images::Closure) -> Result<(), Problem> {
     for warning in &closure.warnings {
         crate::cli::warn(warning);
     }
+    let mut adding = Vec::new();
     for (image, charts) in closure.needed() {
-        let Some(tag) = image.tag() else {
-            crate::cli::warn(format_args!(
-                "{image} (needed by {}) is pinned by digest only, and fetch takes tags: not \
-                 fetched",
-                charts.into_iter().collect::<Vec<_>>().join(", ")
-            ));
-            continue;
+        let pin = match Pin::of(image.tag(), image.digest()) {
+            Some(Ok(pin)) => pin,
+            Some(Err(source)) => {
+                return Err(Problem::ImageReference {
+                    image: image.to_string(),
+                    source: Arc::new(source),
+                });
+            }
+            // The reader gives every reference a tag (`latest`) or a digest.
+            None => {
+                return Err(Problem::ImageReference {
+                    image: image.to_string(),
+                    source: Arc::new(crate::pin::PinError::Nothing(image.to_string())),
+                });
+            }
         };
         let source = ImageSource {
             registry: image.registry().as_str().to_owned(),
             repository: image.path().to_owned(),
-            tag: tag.as_str().to_owned(),
+            pin,
         };
+        adding.push((source, charts));
+    }
+    for (source, charts) in adding {
         let entry = asked
             .entry(source.describe())
             .or_insert_with(|| (source, BTreeSet::new()));
         entry.1.extend(charts.into_iter().map(str::to_owned));
     }
+    Ok(())
 }
 
 /// The images `lock` records as asked by charts.
@@ -124,11 +140,11 @@ pub fn locked(lock: &Lock) -> Vec<ImageSource> {
         .filter(|(_, image)| !image.charts.is_empty())
         .filter_map(|(key, _)| {
             let (registry, rest) = key.split_once('/')?;
-            let (repository, tag) = rest.rsplit_once(':')?;
+            let (repository, pin) = crate::pin::split(rest)?;
             Some(ImageSource {
                 registry: registry.to_owned(),
                 repository: repository.to_owned(),
-                tag: tag.to_owned(),
+                pin: pin.ok()?,
             })
         })
         .collect()

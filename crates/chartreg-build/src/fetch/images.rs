@@ -1,9 +1,12 @@
 //! Images into OCI image layouts, one layout per repository (`<images-out>/<host>/<path>`),
 //! which `pack --layout` (or the content file's `fetch.lock`) then serves.
 //!
-//! For each tag: the manifest or index the tag names, byte for byte (its digest is upstream's);
-//! an index's manifests, every platform or those `--platform` asks for (then a new index of
-//! those is written and tagged, and its digest is no longer upstream's); each manifest's config
+//! For each tag, digest or tag pinned to a digest (`crate::pin`): the manifest or index it
+//! names, byte for byte (its digest is upstream's; a digest asked for is checked against the
+//! bytes, and is what a pinned tag takes), tagged as it is served (a digest alone as
+//! `digest-sha256-<hex>`); an index's manifests, every platform or those `--platform` asks for (then
+//! a new index of those is written and tagged, and its digest is no longer upstream's: so never
+//! for a digest asked for, which is taken whole); each manifest's config
 //! and layers; and, unless told not to, the referrers of everything taken (the OCI referrers
 //! API, and cosign's `sha256-<hex>.sig/.att/.sbom` tags), and theirs. Blobs already in the
 //! layout with the right digest are not downloaded again.
@@ -34,6 +37,7 @@ use super::Problem;
 use super::oci::Registry;
 use super::staging::{Filling, Staging, write_layout};
 use super::verify::Verifier;
+use crate::pin::Pin;
 
 /// What was taken for one tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,14 +53,15 @@ pub struct Copied {
 
 /// What to take of one repository.
 pub struct Asked<'a> {
-    pub tags: &'a [String],
+    /// Tags, digests, or tags pinned to digests (`crate::pin`).
+    pub pins: &'a [Pin],
     /// `--platform` (empty: every platform).
     pub platforms: &'a [String],
     pub with_referrers: bool,
-    /// With `--locked`: what the lock pins for each tag. A tag resolving to another digest, or
-    /// with other referrers, is refused before the layout takes its place, so that what an
+    /// With `--locked`: what the lock pins for each entry. A tag resolving to another digest,
+    /// or with other referrers, is refused before the layout takes its place, so that what an
     /// earlier fetch wrote stays as it was.
-    pub pinned: &'a BTreeMap<String, Pinned>,
+    pub pinned: &'a BTreeMap<Pin, Pinned>,
     /// The policy to check the layout with before it takes its place (`fetch --config`).
     pub verify: Option<Checking<'a>>,
 }
@@ -73,7 +78,7 @@ pub struct Checking<'a> {
     pub verifier: &'a Verifier,
     /// The repository as pack serves it: the name the policy's patterns match.
     pub served: String,
-    /// With `--locked`: who the lock records signed each tag.
+    /// With `--locked`: who the lock records signed each tag (as served: see `crate::pin`).
     pub locked: Option<BTreeMap<String, Vec<Evidence>>>,
 }
 
@@ -91,16 +96,16 @@ fn wanted(platform: Option<&Platform>, wanted: &[String]) -> bool {
     })
 }
 
-/// Copies `asked.tags` of `repository` into the layout `dir`; returns what each tag took, or
-/// the problem of each tag that failed (`a,b` for the repository's tags together).
+/// Copies `asked.pins` of `repository` into the layout `dir`; returns what each took, or the
+/// problem of each that failed (`None`: of the repository's layout, for all of them).
 pub async fn copy_repository(
     registry: &Registry,
     repository: &str,
     dir: &Path,
     asked: &Asked<'_>,
-) -> Result<BTreeMap<String, Copied>, Vec<(String, Problem)>> {
-    let all = || asked.tags.join(",");
-    let staging = Staging::beside(dir).map_err(|p| vec![(all(), p)])?;
+) -> Result<BTreeMap<Pin, Copied>, Vec<(Option<Pin>, Problem)>> {
+    let all = |p: Problem| vec![(None, p)];
+    let staging = Staging::beside(dir).map_err(all)?;
     let mut filling = Filling {
         registry,
         repository,
@@ -112,32 +117,49 @@ pub async fn copy_repository(
     };
     let mut entries: Vec<Descriptor> = Vec::new();
     let mut copied = BTreeMap::new();
-    for tag in asked.tags {
-        let at = |p: Problem| vec![(tag.clone(), p)];
-        let taken = take_tag(&mut filling, tag, asked).await.map_err(at)?;
+    for pin in asked.pins {
+        let at = |p: Problem| vec![(Some(pin.clone()), p)];
+        let taken = take_pin(&mut filling, pin, asked).await.map_err(at)?;
         entries.extend(taken.entries);
-        copied.insert(tag.clone(), taken.copied);
+        copied.insert(pin.clone(), taken.copied);
     }
-    write_layout(&staging.path, entries).map_err(|p| vec![(all(), p)])?;
+    write_layout(&staging.path, entries).map_err(all)?;
     if let Some(checking) = &asked.verify {
         let signed = checking
             .verifier
             .layout(&checking.served, &staging.path, checking.locked.as_ref())
-            .map_err(|p| vec![(all(), p)])??;
+            .map_err(all)?
+            .map_err(|failed| {
+                failed
+                    .into_iter()
+                    .map(|(tag, p)| {
+                        (
+                            asked
+                                .pins
+                                .iter()
+                                .find(|pin| pin.served().as_str() == tag)
+                                .cloned(),
+                            p,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })?;
         for (tag, signers) in signed {
-            if let Some(c) = copied.get_mut(&tag) {
+            if let Some(pin) = asked.pins.iter().find(|pin| pin.served().as_str() == tag)
+                && let Some(c) = copied.get_mut(pin)
+            {
                 c.verified = signers;
             }
         }
     }
     // Locked, the signatures and SBOMs must be the lock's too.
-    let changed: Vec<(String, Problem)> = copied
+    let changed: Vec<(Option<Pin>, Problem)> = copied
         .iter()
-        .filter_map(|(tag, c)| {
-            let locked = asked.pinned.get(tag)?;
+        .filter_map(|(pin, c)| {
+            let locked = asked.pinned.get(pin)?;
             (locked.referrers != c.referrers).then(|| {
                 (
-                    tag.clone(),
+                    Some(pin.clone()),
                     Problem::ReferrersChanged {
                         now: c.referrers.clone(),
                         locked: locked.referrers.clone(),
@@ -149,26 +171,29 @@ pub async fn copy_repository(
     if !changed.is_empty() {
         return Err(changed);
     }
-    staging.swap_in(dir).map_err(|p| vec![(all(), p)])?;
+    staging.swap_in(dir).map_err(all)?;
     Ok(copied)
 }
 
-/// What one tag took: its entries in `index.json`, and what the lock records.
-struct TakenTag {
+/// What one pin took: its entries in `index.json`, and what the lock records.
+struct Taken {
     entries: Vec<Descriptor>,
     copied: Copied,
 }
 
-/// Takes `tag` (and its referrers, if asked) into the layout being filled.
-async fn take_tag(
+/// Takes what `pin` names (and its referrers, if asked) into the layout being filled, tagged
+/// as it is served (`Pin::served`). A digest is taken as it is, every platform (a new index
+/// of some would be another digest, which nobody pinned), and checked against its bytes.
+async fn take_pin(
     filling: &mut Filling<'_>,
-    tag: &str,
+    pin: &Pin,
     asked: &Asked<'_>,
-) -> Result<TakenTag, Problem> {
+) -> Result<Taken, Problem> {
     let (registry, repository) = (filling.registry, filling.repository);
-    let (mut data, mut digest) = match registry.manifest(repository, tag).await {
+    let tag = pin.served().as_str();
+    let (mut data, mut digest) = match registry.manifest(repository, pin.reference()).await {
         // Which tags there are, to say which was meant (none: no such repository).
-        Err(Problem::NotFound) => {
+        Err(Problem::NotFound) if pin.digest().is_none() => {
             let tags = registry.tags(repository).await.unwrap_or_default();
             return Err(if tags.is_empty() {
                 Problem::NotFound
@@ -183,8 +208,9 @@ async fn take_tag(
     };
     let mut kind = media_type::of_manifest(&data);
     let mut upstream = None;
-    // Only some platforms: a new index of those.
+    // Only some platforms: a new index of those (not of a pinned digest).
     if !asked.platforms.is_empty()
+        && pin.digest().is_none()
         && media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index)
     {
         let mut index: ImageIndex = serde_json::from_slice(&data).map_err(|e| {
@@ -213,7 +239,7 @@ async fn take_tag(
                 .unwrap_or_else(|| media_type::OCI_INDEX.to_owned());
         }
     }
-    if let Some(locked) = asked.pinned.get(tag)
+    if let Some(locked) = asked.pinned.get(pin)
         && locked.digest != digest
     {
         return Err(Problem::Repushed {
@@ -272,7 +298,7 @@ async fn take_tag(
         }
     }
     referrers.sort();
-    Ok(TakenTag {
+    Ok(Taken {
         entries,
         copied: Copied {
             digest,

@@ -19,7 +19,8 @@
 //! ```
 //!
 //! The images file: registry host -> `tlsVerify`, `credentials` (`username`, `password`),
-//! `images` (repository path -> tags).
+//! `images` (repository path -> what to take of it: tags, digests `sha256:<hex>`, or tags
+//! pinned to a digest `TAG@sha256:<hex>`; see [`crate::pin`]).
 //! ```yaml
 //! quay.io:
 //!   tlsVerify: true
@@ -31,6 +32,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use crate::pin::Pin;
 
 /// The Helm charts file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -96,6 +99,18 @@ pub enum Error {
     File(#[from] crate::yaml_file::Error),
     #[error("`{0}`: expected oci://HOST/PATH/CHART:VERSION")]
     OciUrl(String),
+    #[error("{}: {image}: {source} (an entry is a tag, sha256:<hex>, or TAG@sha256:<hex>)", file.display())]
+    ImageEntry {
+        file: PathBuf,
+        image: String,
+        source: Box<crate::pin::PinError>,
+    },
+    #[error("{}: {first} and {second} would be served under one tag: list one of them", file.display())]
+    ServedTwice {
+        file: PathBuf,
+        first: String,
+        second: String,
+    },
 }
 
 /// A file read: its YAML decoded strictly, every error naming the file.
@@ -213,45 +228,74 @@ pub fn chart_sources(file: &ChartsFile) -> Result<Vec<ChartSource>, Error> {
     Ok(sources)
 }
 
-/// One image tag asked for.
+/// One image asked for: a tag, a digest, or a tag pinned to a digest ([`Pin`]).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ImageSource {
     pub registry: String,
     pub repository: String,
-    pub tag: String,
+    pub pin: Pin,
 }
 
 impl ImageSource {
+    /// What the lock and messages call it: `REGISTRY/PATH:TAG`, `REGISTRY/PATH@DIGEST`,
+    /// `REGISTRY/PATH:TAG@DIGEST`.
     pub fn describe(&self) -> String {
-        format!("{}/{}:{}", self.registry, self.repository, self.tag)
+        format!("{}/{}{}", self.registry, self.repository, self.pin)
     }
 }
 
-/// Every image tag the file asks for, in a stable order.
-pub fn image_sources(file: &ImagesFile) -> Vec<ImageSource> {
-    let mut sources: Vec<ImageSource> = file
-        .iter()
-        .flat_map(|(registry, r)| {
-            r.images.iter().flat_map(move |(repository, tags)| {
-                tags.iter().map(move |tag| ImageSource {
+/// Every image the file asks for, in a stable order; an entry that is no tag, digest or
+/// `TAG@DIGEST`, or two entries of a repository served under one tag (`v1` and
+/// `v1@sha256:...`), fails naming the file and the entries.
+pub fn image_sources(file: &ImagesFile, path: &Path) -> Result<Vec<ImageSource>, Error> {
+    let mut sources = Vec::new();
+    for (registry, r) in file {
+        for (repository, tags) in &r.images {
+            for tag in tags {
+                let pin = tag.parse::<Pin>().map_err(|source| Error::ImageEntry {
+                    file: path.to_owned(),
+                    image: format!("{registry}/{repository}"),
+                    source: Box::new(source),
+                })?;
+                sources.push(ImageSource {
                     registry: registry.clone(),
                     repository: repository.clone(),
-                    tag: tag.clone(),
-                })
-            })
-        })
-        .collect();
+                    pin,
+                });
+            }
+        }
+    }
     sources.sort();
     sources.dedup();
-    sources
+    one_tag_each(&sources).map_err(|(first, second)| Error::ServedTwice {
+        file: path.to_owned(),
+        first,
+        second,
+    })?;
+    Ok(sources)
+}
+
+/// `Err` with the two entries when two of `sources` (sorted) would be served under one tag
+/// of one repository.
+pub fn one_tag_each(sources: &[ImageSource]) -> Result<(), (String, String)> {
+    let mut seen: BTreeMap<(&str, &str, &str), &ImageSource> = BTreeMap::new();
+    for source in sources {
+        let key = (
+            source.registry.as_str(),
+            source.repository.as_str(),
+            source.pin.served().as_str(),
+        );
+        if let Some(first) = seen.insert(key, source) {
+            return Err((first.describe(), source.describe()));
+        }
+    }
+    Ok(())
 }
 
 /// Where an image's layout goes: `<images-out>/<registry host>/<repository>`, with the port's
 /// `:` written `_` (a folder name must not hold `:` on every system).
-pub fn layout_dir(images_out: &Path, image: &ImageSource) -> PathBuf {
-    images_out
-        .join(image.registry.replace(':', "_"))
-        .join(&image.repository)
+pub fn layout_dir(images_out: &Path, registry: &str, repository: &str) -> PathBuf {
+    images_out.join(registry.replace(':', "_")).join(repository)
 }
 
 #[cfg(test)]

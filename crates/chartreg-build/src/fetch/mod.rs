@@ -5,8 +5,8 @@
 //!    (`oci://...` or packages), image tags by registry.
 //! 2. Charts are fetched in parallel (`helm_repo` for classic repositories, `oci` for OCI
 //!    ones), each staged beside `<charts>/<name>-<version>.tgz` (and `.prov`), read as the
-//!    chart it must be (`charts`); images, a repository at a time, into OCI image layouts
-//!    (`images`), with their referrers. Files already there with the right digest are not
+//!    chart it must be (`charts`); images (by tag, digest or both: `crate::pin`), a
+//!    repository at a time, into OCI image layouts (`images`), with their referrers. Files already there with the right digest are not
 //!    downloaded again; every download is bounded and checked before it replaces anything
 //!    (`transport`).
 //! 3. With `--config FILE`, the content file's `verify:` policy checks each chart and image
@@ -43,6 +43,7 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 
 pub use crate::lock::{Lock, LockedChart, LockedImage};
+use crate::pin::Pin;
 pub use chart_images::WithChartImages;
 use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
 pub use problem::{Entry, Failed, Failure, FetchError, Problem, Unlocked};
@@ -120,7 +121,10 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         None => ImagesFile::default(),
     };
     let chart_sources = lists::chart_sources(&charts_file)?;
-    let mut image_sources = lists::image_sources(&images_file);
+    let mut image_sources = match &options.images_file {
+        Some(path) => lists::image_sources(&images_file, path)?,
+        None => Vec::new(),
+    };
     let previous = Lock::read(&options.lock)?;
     if options.locked {
         let Some(previous) = &previous else {
@@ -172,6 +176,8 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         image_sources.extend(asked_by_charts.values().map(|(source, _)| source.clone()));
         image_sources.sort();
         image_sources.dedup();
+        lists::one_tag_each(&image_sources)
+            .map_err(|(first, second)| FetchError::ServedTwice { first, second })?;
     }
     let images = fetch_images(options, lists, &image_sources, pinned, &progress).await;
     progress.done();
@@ -338,21 +344,21 @@ async fn fetch_images(
     progress: &progress::Progress,
 ) -> Fetched<LockedImage> {
     let mut fetched = Fetched::default();
-    let mut by_repository: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut by_repository: BTreeMap<(String, String), Vec<Pin>> = BTreeMap::new();
     for image in image_sources {
         by_repository
             .entry((image.registry.clone(), image.repository.clone()))
             .or_default()
-            .push(image.tag.clone());
+            .push(image.pin.clone());
     }
     let locked_images = pinned.map(|l| &l.images);
     let results: Vec<Vec<(String, Result<LockedImage, Problem>)>> =
         futures_util::stream::iter(by_repository.iter())
-            .map(|((registry_host, repository), tags)| {
+            .map(|((registry_host, repository), pins)| {
                 let task = progress.task(&format!("{registry_host}/{repository}"));
                 let images_file = lists.images_file;
                 async move {
-                    let key_of = |tag: &str| format!("{registry_host}/{repository}:{tag}");
+                    let key_of = |pin: &Pin| format!("{registry_host}/{repository}{pin}");
                     let registry = match oci::Registry::for_host(
                         registry_host,
                         &options.transport,
@@ -361,38 +367,29 @@ async fn fetch_images(
                         Ok(registry) => registry,
                         Err(problem) => {
                             task.finish(&Err::<(), _>(problem.clone()));
-                            return tags
+                            return pins
                                 .iter()
-                                .map(|tag| (key_of(tag), Err(problem.clone())))
+                                .map(|pin| (key_of(pin), Err(problem.clone())))
                                 .collect::<Vec<_>>();
                         }
                     };
-                    let image = ImageSource {
-                        registry: registry_host.clone(),
-                        repository: repository.clone(),
-                        tag: String::new(),
-                    };
                     // Locked, where the lock put it; else under --images-out.
-                    let dir = tags
+                    let dir = pins
                         .iter()
-                        .find_map(|tag| {
-                            let key = format!("{registry_host}/{repository}:{tag}");
-                            locked_images?.get(&key)
-                        })
+                        .find_map(|pin| locked_images?.get(&key_of(pin)))
                         .map_or_else(
-                            || lists::layout_dir(&options.images_out, &image),
+                            || lists::layout_dir(&options.images_out, registry_host, repository),
                             |l| crate::lock::resolved(&options.lock, &l.layout),
                         );
-                    let pinned: BTreeMap<String, images::Pinned> = tags
+                    let pinned: BTreeMap<Pin, images::Pinned> = pins
                         .iter()
-                        .filter_map(|tag| {
-                            let key = format!("{registry_host}/{repository}:{tag}");
-                            let locked = locked_images?.get(&key)?;
-                            let pin = images::Pinned {
+                        .filter_map(|pin| {
+                            let locked = locked_images?.get(&key_of(pin))?;
+                            let pinned = images::Pinned {
                                 digest: locked.digest.clone(),
                                 referrers: locked.referrers.clone(),
                             };
-                            Some((tag.clone(), pin))
+                            Some((pin.clone(), pinned))
                         })
                         .collect();
                     let verify = options.verify.as_deref().map(|verifier| images::Checking {
@@ -400,16 +397,16 @@ async fn fetch_images(
                         served: crate::lock::served_repository(registry_host, repository)
                             .unwrap_or_else(|| format!("{registry_host}/{repository}")),
                         locked: locked_images.map(|l| {
-                            tags.iter()
-                                .filter_map(|tag| {
-                                    let key = format!("{registry_host}/{repository}:{tag}");
-                                    Some((tag.clone(), l.get(&key)?.verified.clone()))
+                            pins.iter()
+                                .filter_map(|pin| {
+                                    let verified = l.get(&key_of(pin))?.verified.clone();
+                                    Some((pin.served().as_str().to_owned(), verified))
                                 })
                                 .collect()
                         }),
                     });
                     let asked = images::Asked {
-                        tags,
+                        pins,
                         platforms: &options.platforms,
                         with_referrers: options.referrers,
                         pinned: &pinned,
@@ -418,11 +415,11 @@ async fn fetch_images(
                     let copied = images::copy_repository(&registry, repository, &dir, &asked).await;
                     let layout = options.recorded(&dir);
                     let out: Vec<(String, Result<LockedImage, Problem>)> = match copied {
-                        Ok(copied) => tags
+                        Ok(copied) => pins
                             .iter()
-                            .map(|tag| {
-                                let key = key_of(tag);
-                                let result = match copied.get(tag) {
+                            .map(|pin| {
+                                let key = key_of(pin);
+                                let result = match copied.get(pin) {
                                     Some(c) => Ok(LockedImage {
                                         digest: c.digest.clone(),
                                         platforms: c.platforms.clone(),
@@ -439,7 +436,18 @@ async fn fetch_images(
                             .collect(),
                         Err(failed) => failed
                             .into_iter()
-                            .map(|(tag, problem)| (key_of(&tag), Err(problem)))
+                            .map(|(pin, problem)| {
+                                // None: the repository's layout, for every pin together.
+                                let key = pin.as_ref().map_or_else(
+                                    || {
+                                        let all: Vec<String> =
+                                            pins.iter().map(ToString::to_string).collect();
+                                        format!("{registry_host}/{repository} ({})", all.join(", "))
+                                    },
+                                    key_of,
+                                );
+                                (key, Err(problem))
+                            })
                             .collect(),
                     };
                     let first_failure = out.iter().find_map(|(_, r)| r.as_ref().err().cloned());

@@ -25,6 +25,13 @@ pub enum Problem {
     NoSuchTag { asked: String, nearest: Vec<String> },
     #[error("no platform {0} in the index")]
     NoSuchPlatform(String),
+    /// An image a chart needs whose reference fetch cannot take (in an `Arc`: a `Problem` is
+    /// `Clone`, and the reference's error is not).
+    #[error("it needs the image {image}, which fetch cannot take: {source}")]
+    ImageReference {
+        image: String,
+        source: Arc<crate::pin::PinError>,
+    },
     #[error("authentication refused (HTTP {0})")]
     AuthRefused(u16),
     #[error("authentication refused: {0}")]
@@ -200,6 +207,14 @@ pub enum FetchError {
     /// With `--locked`: entries the lists and the lock do not both hold.
     #[error("{}\n(--locked: run fetch without --locked to update the lock)", lines(.0))]
     Unlocked(Vec<Unlocked>),
+    /// Two images asked for (by the images file and the charts) that would be served under
+    /// one tag of one repository.
+    #[error(
+        "image {} and image {} would be served under one tag (the charts ask for one, the images file for the other): list the one the charts ask for",
+        one_line(first),
+        one_line(second)
+    )]
+    ServedTwice { first: String, second: String },
 }
 
 impl From<crate::lock::Error> for FetchError {
@@ -223,7 +238,7 @@ pub enum Entry {
     Repository { name: String, url: String },
     /// A chart, by its lock key.
     Chart(String),
-    /// An image, `registry/repository:tag`.
+    /// An image, `registry/repository:tag` (or `@digest`, or `:tag@digest`).
     Image(String),
 }
 

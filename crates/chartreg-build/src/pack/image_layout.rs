@@ -6,7 +6,9 @@
 //! What is taken:
 //! 1. The tagged entries of `DIR/index.json` (their `org.opencontainers.image.ref.name`: a tag,
 //!    or a reference whose part after the last `:` is one, as crane writes it); with `:TAG`,
-//!    only that tag, or the one untagged entry when the index names none.
+//!    only that tag, or the one untagged entry when the index names none; with `@DIGEST`, the
+//!    entry with that digest, served as `digest-sha256-<hex>` (or as TAG with `:TAG@DIGEST`,
+//!    where a TAG the index gives another digest is refused).
 //! 2. Everything they reference: an index's manifests (every platform), a manifest's config
 //!    and layers. Each must be in the layout with its descriptor's size; manifests are read and
 //!    checked against their digest here, blobs while they are copied (see `tree`).
@@ -29,15 +31,16 @@ mod spec;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use chartreg_core::oci::Digest;
 use chartreg_core::oci::layout::{
     Descriptor, INDEX_FILE, ImageIndex, ImageManifest, LAYOUT_VERSION, OCI_LAYOUT_FILE, OciLayout,
     REF_NAME, UPSTREAM_DIGEST, tag_of,
 };
 use chartreg_core::oci::media_type::{ManifestKind, manifest_kind};
-use chartreg_core::oci::{Digest, Tag};
 use chartreg_core::tree::{BlobFile, LayoutBuilder, Tree};
 
 use super::{PackError, Problem, at};
+use crate::pin::Pin;
 use files::{LayoutFiles, MAX_INDEX, MAX_MARKER};
 pub use spec::{LayoutSpec, LayoutSpecError};
 
@@ -93,7 +96,7 @@ impl ImageLayout {
                 Entry { descriptor: d, tag }
             })
             .collect();
-        let chosen = choose(&index_path, &entries, spec.tag.as_ref())?;
+        let chosen = choose(&index_path, &entries, spec.pin.as_ref())?;
 
         let mut taking = Taking {
             files,
@@ -189,10 +192,10 @@ impl ImageLayout {
 fn choose<'e>(
     index_path: &Path,
     entries: &'e [Entry],
-    tag: Option<&Tag>,
+    pin: Option<&Pin>,
 ) -> Result<Vec<(&'e Entry, String)>, PackError> {
     let named: Vec<String> = entries.iter().filter_map(|e| e.tag.clone()).collect();
-    let Some(tag) = tag else {
+    let Some(pin) = pin else {
         if named.is_empty() {
             return Err(at(index_path)(Problem::LayoutUntagged));
         }
@@ -201,20 +204,42 @@ fn choose<'e>(
             .filter_map(|e| Some((e, e.tag.clone()?)))
             .collect());
     };
-    let matching: Vec<&Entry> = entries
-        .iter()
-        .filter(|e| e.tag.as_deref() == Some(tag.as_str()))
-        .collect();
-    match (matching.as_slice(), entries) {
-        ([one], _) => Ok(vec![(*one, tag.as_str().to_owned())]),
-        ([], [only]) if named.is_empty() => Ok(vec![(only, tag.as_str().to_owned())]),
-        ([], _) => Err(at(index_path)(Problem::LayoutTagUnknown {
-            tag: tag.as_str().to_owned(),
-            named,
-        })),
-        (_, _) => Err(at(index_path)(Problem::LayoutTagTwice(
-            tag.as_str().to_owned(),
-        ))),
+    let served = pin.served().as_str().to_owned();
+    let tagged: Vec<&Entry> = match pin.tag() {
+        Some(tag) => entries
+            .iter()
+            .filter(|e| e.tag.as_deref() == Some(tag.as_str()))
+            .collect(),
+        None => Vec::new(),
+    };
+    if let [_, _, ..] = tagged.as_slice() {
+        return Err(at(index_path)(Problem::LayoutTagTwice(served)));
+    }
+    let Some(digest) = pin.digest() else {
+        return match (tagged.as_slice(), entries) {
+            ([one], _) => Ok(vec![(*one, served)]),
+            ([], [only]) if named.is_empty() => Ok(vec![(only, served)]),
+            _ => Err(at(index_path)(Problem::LayoutTagUnknown {
+                tag: served,
+                named,
+            })),
+        };
+    };
+    // By digest: the entry with it (a tag the layout gives another digest is refused).
+    if let [one] = tagged.as_slice()
+        && one.descriptor.digest != *digest
+    {
+        return Err(at(index_path)(Problem::LayoutTagElsewhere {
+            tag: served,
+            tagged: Box::new(one.descriptor.digest.clone()),
+            pinned: Box::new(digest.clone()),
+        }));
+    }
+    match entries.iter().find(|e| e.descriptor.digest == *digest) {
+        Some(entry) => Ok(vec![(entry, served)]),
+        None => Err(at(index_path)(Problem::LayoutDigestUnknown(Box::new(
+            digest.clone(),
+        )))),
     }
 }
 

@@ -218,6 +218,14 @@ pub enum Problem {
     LayoutTagUnknown { tag: String, named: Vec<String> },
     #[error("names two manifests `{0}`")]
     LayoutTagTwice(String),
+    #[error("names no manifest {0} among its entries")]
+    LayoutDigestUnknown(Box<Digest>),
+    #[error("tags `{tag}` as {tagged}, but {pinned} is asked for under that tag")]
+    LayoutTagElsewhere {
+        tag: String,
+        tagged: Box<Digest>,
+        pinned: Box<Digest>,
+    },
     #[error("missing: the layout has no blob {0}")]
     LayoutMissingBlob(Digest),
     #[error("is {actual} bytes, but its descriptor says {expected}")]

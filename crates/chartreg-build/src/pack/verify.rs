@@ -19,7 +19,8 @@ use std::path::Path;
 use chartreg_core::content::{Evidence, Record, VERIFICATION_FILE, VerificationFile};
 use chartreg_core::oci::{Digest, RepositoryName};
 
-use crate::verify::{Checked, Policy};
+use crate::pin::Pin;
+use crate::verify::{Checked, LayoutError, LayoutStore, Policy, Store};
 
 use super::{Input, PackError, Packed, Problem, at, io_at};
 
@@ -71,13 +72,14 @@ pub fn inputs(
                 continue;
             };
             let spec = &layout.spec;
-            let checked = crate::verify::check_layout(
-                images,
-                spec.repository.as_str(),
-                &spec.dir,
-                spec.tag.as_ref().map(|t| t.as_str()),
-            )
-            .map_err(|e| at(&spec.dir)(Problem::Signatures(e)))?;
+            let store = Pinned {
+                layout: LayoutStore { dir: &spec.dir },
+                pin: spec.pin.as_ref(),
+            };
+            let served = spec.pin.as_ref().map(|p| p.served().as_str());
+            let checked =
+                crate::verify::check_store(images, spec.repository.as_str(), &store, served)
+                    .map_err(|e| at(&spec.dir)(Problem::Signatures(e)))?;
             for image in checked {
                 let what = format!("image {}:{}", image.repository, image.tag);
                 if let Some(mut record) =
@@ -205,4 +207,60 @@ pub fn merged(
 
 fn has_records(file: &VerificationFile) -> bool {
     !file.charts.is_empty() || !file.images.is_empty()
+}
+
+/// An input layout as pack serves it: with a pin by digest, the entry with that digest is
+/// listed under the tag it is served as (`Pin::served`), whatever the layout tags it; with a
+/// tag, the one entry of a layout that names none is listed under it; so that the policy
+/// checks what is served.
+struct Pinned<'a> {
+    layout: LayoutStore<'a>,
+    pin: Option<&'a Pin>,
+}
+
+impl Store for Pinned<'_> {
+    fn entries(&self) -> Result<Vec<(Option<String>, Digest)>, LayoutError> {
+        let mut entries = self.layout.entries()?;
+        let Some(pin) = self.pin else {
+            return Ok(entries);
+        };
+        let served = Some(pin.served().as_str().to_owned());
+        match pin.digest() {
+            Some(digest) => {
+                if let Some(entry) = entries.iter_mut().find(|(_, d)| d == digest) {
+                    entry.0 = served;
+                }
+            }
+            // A tag given to the one entry of a layout that names none (as pack takes it).
+            None => {
+                if let [(tag @ None, _)] = entries.as_mut_slice() {
+                    *tag = served;
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    fn read(&self, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
+        self.layout.read(digest)
+    }
+
+    fn upstream(&self, tag: &str) -> Result<Option<Digest>, LayoutError> {
+        match self.pin {
+            // The layout's own tag of the pinned entry, if it has one.
+            Some(pin) if pin.digest().is_some() && pin.served().as_str() == tag => {
+                let digest = pin.digest();
+                let original = self
+                    .layout
+                    .entries()?
+                    .into_iter()
+                    .find_map(|(t, d)| (Some(&d) == digest).then_some(t).flatten());
+                match original {
+                    Some(original) => self.layout.upstream(&original),
+                    None => Ok(None),
+                }
+            }
+            _ => self.layout.upstream(tag),
+        }
+    }
 }

@@ -725,3 +725,151 @@ fn the_same_path_in_two_registries_is_kept_apart() {
         "{message}"
     );
 }
+
+/// `skopeo inspect --raw` of `reference` on the chartreg `server`: the sha256 of what it got.
+fn served_digest_of(server: &InProcess, reference: &str) -> String {
+    let skopeo = common::tool("skopeo").expect("skopeo");
+    let out = common::output_of(
+        Command::new(skopeo).args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{}/{reference}", server.host()),
+        ]),
+        "skopeo inspect",
+    );
+    assert!(out.status.success(), "skopeo inspect: {}", describe(&out));
+    common::sha256(&out.stdout)
+}
+
+/// Images named by digest: a multi-arch index pinned by its digest alone is taken whole (every
+/// platform, even with `--platform`: a new index would be a digest nobody pinned), locked as
+/// `REGISTRY/PATH@DIGEST`, served under `digest-sha256-<hex>` and pulled by its digest; a tag
+/// pinned to a digest takes the digest (here one platform's manifest, not what the tag names
+/// upstream) and serves it under the tag; `--locked` takes both again. An entry that is no
+/// reference, a digest the registry lacks, and two entries served under one tag each fail the
+/// run, naming them.
+#[test]
+fn images_pinned_by_digest_are_taken_by_it_and_served_under_it() {
+    let Some(registry) = Distribution::start() else {
+        return;
+    };
+    let host = registry.host();
+    skopeo_copy_image(&host, None);
+    let index = sample_v1();
+    let hex = index.trim_start_matches("sha256:");
+    let platforms: Vec<(String, String)> = {
+        let data = common::read(&sample_layout().join("blobs/sha256").join(hex));
+        let index: ImageIndex = serde_json::from_slice(&data).expect("the sample's index");
+        index
+            .manifests
+            .iter()
+            .filter_map(|d| {
+                Some((
+                    d.platform.as_ref()?.architecture.clone(),
+                    d.digest.to_string(),
+                ))
+            })
+            .collect()
+    };
+    assert!(
+        platforms.len() > 1,
+        "the sample image is multi-arch: {platforms:?}"
+    );
+    let (arch, one) = platforms[0].clone();
+
+    let work = Work::new();
+    work.write(
+        "images.yaml",
+        &format!("\"{host}\":\n  images:\n    images/sample: [\"{index}\", \"v1@{one}\"]\n"),
+    );
+    let args = [
+        "--images-file",
+        "images.yaml",
+        "--platform",
+        &format!("linux/{arch}"),
+        "--no-referrers",
+    ];
+    let out = work.fetch_ok(&args);
+    assert!(out.contains("fetched 0 charts, 2 images"), "{out}");
+    let lock = work.lock();
+    for (key, digest) in [
+        (format!("{host}/images/sample@{index}:"), &index),
+        (format!("{host}/images/sample:v1@{one}:"), &one),
+    ] {
+        let start = lock
+            .find(&format!("\n  {key}\n"))
+            .unwrap_or_else(|| panic!("{key} in the lock:\n{lock}"));
+        let entry: String = lock[start + 1..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("    "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(entry.contains(&format!("digest: {digest}")), "{entry}");
+    }
+    for (arch, _) in &platforms {
+        assert!(
+            lock.contains(&format!("    - linux/{arch}")),
+            "every platform of the pinned index: {lock}"
+        );
+    }
+    let tags = std::fs::read_to_string(work.path(&format!(
+        "images/{}/images/sample/index.json",
+        host.replace(':', "_")
+    )))
+    .expect("the layout's index.json");
+    assert!(
+        tags.contains(&format!("\"digest-sha256-{hex}\"")) && tags.contains("\"v1\""),
+        "{tags}"
+    );
+
+    // Served: by the digest (as a node pulls it), under its tags.
+    let server = work.serve_locked();
+    assert_eq!(
+        served_digest_of(&server, &format!("images/sample@{index}")),
+        index
+    );
+    assert_eq!(
+        served_digest_of(&server, &format!("images/sample:digest-sha256-{hex}")),
+        index
+    );
+    assert_eq!(served_digest_of(&server, "images/sample:v1"), one);
+    drop(server);
+
+    // Locked: the same, nothing written.
+    let before = work.lock();
+    work.fetch_ok(&[&args[..], &["--locked"]].concat());
+    assert_eq!(work.lock(), before);
+
+    // What fetch cannot take fails the run, naming the file and the entry.
+    let zeros = format!("sha256:{}", "0".repeat(64));
+    for (entry, says) in [
+        (
+            "\"sha256:b722\"".to_owned(),
+            format!("images.yaml: {host}/images/sample: `sha256:b722`"),
+        ),
+        (
+            format!("\"{zeros}\""),
+            format!("image {host}/images/sample@{zeros}: not found"),
+        ),
+        (
+            format!("v1, \"v1@{index}\""),
+            format!(
+                "{host}/images/sample:v1 and {host}/images/sample:v1@{index} would be served under one tag"
+            ),
+        ),
+    ] {
+        let bad = Work::new();
+        bad.write(
+            "images.yaml",
+            &format!("\"{host}\":\n  images:\n    images/sample: [{entry}]\n"),
+        );
+        let e = bad.fetch_fails(&["--images-file", "images.yaml"]);
+        assert!(e.contains(&says), "{entry}: `{says}` in: {e}");
+        assert!(
+            !bad.path("chartreg.lock").exists(),
+            "{entry}: no lock written"
+        );
+    }
+}

@@ -186,3 +186,66 @@ fn a_chain_of_referrers_is_taken_round_by_round() {
     assert_eq!(read.manifests, 10_001);
     assert!(took < Duration::from_secs(4), "{took:?}");
 }
+
+/// One image of a layout, as `--layout DIR=REPOSITORY[:TAG][@DIGEST]` chooses it: what is
+/// served under which tag, or why nothing is.
+#[rstest]
+// A tag names its entry.
+#[case("v1", Ok(("a", "v1")))]
+// A digest alone: its entry, tagged or not, served under the digest's name.
+#[case("@B", Ok(("b", "digest-sha256-B")))]
+#[case("@A", Ok(("a", "digest-sha256-A")))]
+// A tag pinned to a digest: the digest's entry, under the tag...
+#[case("v2@B", Ok(("b", "v2")))]
+#[case("v1@A", Ok(("a", "v1")))]
+// ...unless the layout tags it another digest.
+#[case("v1@B", Err("tags `v1` as sha256:A"))]
+#[case("@C", Err("names no manifest sha256:C"))]
+#[case("v9", Err("names no manifest `v9`"))]
+fn one_image_is_chosen_by_tag_digest_or_both(
+    #[case] pin: &str,
+    #[case] expected: Result<(&str, &str), &str>,
+) {
+    let hex = |c: char| c.to_string().repeat(64);
+    let digest = |c: char| format!("sha256:{}", hex(c).to_lowercase());
+    let at = |text: &str| {
+        ['A', 'B', 'C'].iter().fold(text.to_owned(), |t, c| {
+            t.replace(&format!("sha256:{c}"), &digest(c.to_ascii_lowercase()))
+        })
+    };
+    let pin = if let Some(d) = pin.strip_prefix('@') {
+        format!(
+            "sha256:{}",
+            hex(d.chars().next().unwrap().to_ascii_lowercase())
+        )
+    } else if let Some((tag, d)) = pin.split_once('@') {
+        format!(
+            "{tag}@sha256:{}",
+            hex(d.chars().next().unwrap().to_ascii_lowercase())
+        )
+    } else {
+        pin.to_owned()
+    };
+    let pin: Pin = pin.parse().unwrap();
+    let entry = |c: char, tag: Option<&str>| Entry {
+        descriptor: Descriptor::new(MANIFEST, digest(c).parse().unwrap(), 2),
+        tag: tag.map(str::to_owned),
+    };
+    let entries = [entry('a', Some("v1")), entry('b', None)];
+    let chosen = choose(Path::new("index.json"), &entries, Some(&pin));
+    match (chosen, expected) {
+        (Ok(chosen), Ok((which, served))) => {
+            let [(e, tag)] = chosen.as_slice() else {
+                panic!("one image: {}", chosen.len());
+            };
+            let which = which.chars().next().unwrap();
+            assert_eq!(e.descriptor.digest.as_str(), digest(which));
+            assert_eq!(*tag, served.replace('B', &hex('b')).replace('A', &hex('a')));
+        }
+        (Err(e), Err(says)) => {
+            let e = e.to_string();
+            assert!(e.contains(&at(says)), "{e}");
+        }
+        (got, want) => panic!("{pin}: got {:?}, want {want:?}", got.map(|c| c.len())),
+    }
+}
