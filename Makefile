@@ -57,8 +57,10 @@ kit:
 build: build-tool kit
 	'$(BUILD_TOOL)' build --config $(CONTENT) --out '$(BIN)' --cache '$(KIT_CACHE)'
 
-# The release archive a build machine installs (the build tool and the kit, nothing else):
-# target/dist/chartreg-build-VERSION-ARCH-linux.tar.gz (scripts/make-dist.sh).
+# The release archive a build machine installs (the build tool, the kit, the deploy chart, the
+# licences, SHA256SUMS), made from the source release beside it (the tree without .git):
+# target/dist/chartreg-build-VERSION-ARCH-linux.tar.xz and chartreg-VERSION-src.tar.gz
+# (scripts/make-dist.sh).
 dist: build-tool
 	CARGO=$(CARGO) scripts/make-dist.sh '$(BUILD_TOOL)' target/dist
 
@@ -82,7 +84,7 @@ image-containerfile: build
 # target/dist/builder-oci, tagged with the version (target/dist/builder-tag).
 builder-image: dist
 	scripts/make-builder-image.sh \
-		target/dist/chartreg-build-$(VERSION)-$(shell uname -m)-linux.tar.gz target/dist/builder-oci
+		target/dist/chartreg-build-$(VERSION)-$(shell uname -m)-linux.tar.xz target/dist/builder-oci
 
 # Serve the embedded charts on $(LISTEN).
 run: build

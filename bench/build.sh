@@ -22,7 +22,7 @@ OLD=${OLD:-1}
 OLD_REV=${OLD_REV:-4b3d14c}
 REPS=${REPS:-3}
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-ARCHIVE=$ROOT/target/dist/chartreg-build-$VERSION-$(uname -m)-linux.tar.gz
+ARCHIVE=$ROOT/target/dist/chartreg-build-$VERSION-$(uname -m)-linux.tar.xz
 [[ -f "$ARCHIVE" ]] || { echo "bench/build.sh: $ARCHIVE is missing: make dist" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/chartreg-bench-build.XXXXXX)
 trap 'git -C "$ROOT" worktree remove --force "$WORK/old" 2>/dev/null || true; rm -rf "$WORK"' EXIT

@@ -4,7 +4,7 @@
 #   scripts/make-builder-image.sh DIST_TARBALL OUT_LAYOUT
 #
 # writes OUT_LAYOUT, an OCI image layout holding one image, tagged with the version of the
-# release archive DIST_TARBALL (scripts/make-dist.sh: chartreg-build-VERSION-ARCH-linux.tar.gz),
+# release archive DIST_TARBALL (scripts/make-dist.sh: chartreg-build-VERSION-ARCH-linux.tar.xz),
 # and the tag to OUT_LAYOUT/../builder-tag, so that a CI job or a build machine without internet
 # runs `chartreg-build fetch|build` in it with nothing else:
 #
@@ -48,15 +48,15 @@ log() { printf '[builder] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 [[ "$(id -u)" == 0 ]] || die "needs root (mmdebstrap, chroot and unshare): sudo -E $0 $*"
-for tool in mmdebstrap mmtarfilter umoci unshare chroot tar gzip sha256sum; do
+for tool in mmdebstrap mmtarfilter umoci unshare chroot tar gzip xz sha256sum; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool is missing: scripts/install-tools.sh installs it"
 done
 [[ -f "$DIST" ]] || die "$DIST is not a file (make dist writes the release archive)"
 
-# The release archive: chartreg-build-VERSION-ARCH-linux.tar.gz holds chartreg-build-VERSION-ARCH-linux/.
-ARCHIVE=$(basename "$DIST" .tar.gz)
+# The release archive: chartreg-build-VERSION-ARCH-linux.tar.xz holds chartreg-build-VERSION-ARCH-linux/.
+ARCHIVE=$(basename "$DIST" .tar.xz)
 [[ "$ARCHIVE" =~ ^chartreg-build-([0-9][A-Za-z0-9.+_-]*)-(x86_64|aarch64)-linux$ ]] ||
-    die "$DIST is not named as a release archive (chartreg-build-VERSION-ARCH-linux.tar.gz)"
+    die "$DIST is not named as a release archive (chartreg-build-VERSION-ARCH-linux.tar.xz)"
 VERSION=${BASH_REMATCH[1]}
 ARCH=${BASH_REMATCH[2]}
 [[ "$ARCH" == "$(uname -m)" ]] || die "$DIST is for $ARCH, this machine is $(uname -m)"
@@ -196,7 +196,7 @@ took "toolchain $(size "$RUST")"
 
 # -- 3. The build tool and its kit ----------------------------------------------------------------
 step "chartreg-build $VERSION from $DIST into /opt/chartreg-build"
-tar -C "$R/opt" --no-same-owner -xzf "$DIST"
+tar -C "$R/opt" --no-same-owner -xJf "$DIST"
 [[ -x "$R/opt/$ARCHIVE/bin/chartreg-build" ]] || die "$DIST holds no $ARCHIVE/bin/chartreg-build"
 mv "$R/opt/$ARCHIVE" "$R/opt/chartreg-build"
 ln -s /opt/chartreg-build/bin/chartreg-build "$R/usr/local/bin/chartreg-build"
@@ -248,7 +248,7 @@ add_layer() {
 }
 add_layer "$ROOTFS_TAR" "mmdebstrap --variant=minbase $SUITE $MIRROR, with ${PACKAGES[*]}"
 add_layer "$STAGE/rust.tar" "Rust $RUST_RELEASE ($HOST): rustc, cargo, the standard library, rust-lld"
-add_layer "$STAGE/tool.tar" "chartreg-build $VERSION and its server kit ($KIT_ID), from $ARCHIVE.tar.gz"
+add_layer "$STAGE/tool.tar" "chartreg-build $VERSION and its server kit ($KIT_ID), from $ARCHIVE.tar.xz"
 add_layer "$STAGE/cache.tar" "chartreg-build build, offline: the server's dependencies compiled"
 LICENSE=$(sed -n 's/^license = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ENV_FLAGS=()

@@ -9,8 +9,9 @@
 #                  every [dev-dependencies] table left out (tests are not built from a kit);
 #   Cargo.lock     this tree's lock, without the packages the kit does not use: every version
 #                  pinned as the project pins it;
-#   vendor/        the source of every dependency (`cargo vendor`), and .cargo/config.toml
-#                  pointing cargo at it, offline;
+#   vendor/        the source of every dependency a Linux target compiles (`cargo vendor`,
+#                  filtered by platform: the others are stubs), and .cargo/config.toml pointing
+#                  cargo at it, offline;
 #   KIT_ID         VERSION-<12 hex>: the version and a digest of everything above but vendor/
 #                  (vendor/ follows from Cargo.lock), naming the build cache a kit may share;
 #                  ID instead when given (the Makefile's `VERSION-dev`, so that a developer's
@@ -26,7 +27,7 @@ OUT=$1
 ID=${2:-}
 [[ "$OUT" == /* ]] || OUT=$PWD/$OUT
 cd "$(dirname "$0")/.."
-ROOT=$PWD
+ROOT=$(pwd -P)
 CARGO=${CARGO:-cargo}
 log() { printf '[kit] %s\n' "$*" >&2; }
 
@@ -37,7 +38,9 @@ trap 'rm -rf "$STAGE"' EXIT
 
 # The sources: what git tracks (no build output), else the folders as they are.
 FILES=(build.rs src crates/server crates/core crates/embed crates/trust)
-if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+# (A tree is taken from git only when it is a work tree's top: an unpacked source release
+# inside another repository's ignored folder is a tree without git.)
+if [[ "$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null)" == "$ROOT" ]]; then
     git -C "$ROOT" ls-files -z --cached --others --exclude-standard -- "${FILES[@]}" |
         while IFS= read -r -d '' file; do
             [[ -f "$file" ]] || continue
@@ -45,7 +48,10 @@ if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
             cp -p "$file" "$STAGE/$file"
         done
 else
-    for f in "${FILES[@]}"; do cp -rp "$f" "$STAGE/$(dirname "$f")/"; done
+    for f in "${FILES[@]}"; do
+        mkdir -p "$STAGE/$(dirname "$f")"
+        cp -rp "$f" "$STAGE/$(dirname "$f")/"
+    done
 fi
 cp Cargo.lock LICENSE "$STAGE/"
 
@@ -107,9 +113,30 @@ if cmp -s "$STAGE/KIT_ID" "$OUT/KIT_ID" 2>/dev/null && cmp -s "$STAGE/.digest" "
     log "unchanged: $OUT (kit $(cat "$OUT/KIT_ID"))"
     exit 0
 fi
-log "vendoring the dependencies"
-( cd "$STAGE" && { "$CARGO" vendor --locked --offline --quiet vendor >/dev/null 2>&1 ||
-    "$CARGO" vendor --locked --quiet vendor >/dev/null; } )
+# Only what a Linux build compiles: cargo-vendor-filterer (coreos, a pinned release, installed
+# into .tools/ by scripts/cargo-vendor-filterer.sh) vendors as `cargo vendor` does, then
+# replaces each crate no Linux target uses (windows-sys, winapi, their import libraries: about
+# 100 MB) with a stub holding its manifest only, which Cargo.lock still resolves and nothing
+# compiles; and leaves out every crate's tests/ and benches/ (and tracing's 9 MB of
+# test-macros/), which a dependency's build never compiles (examples/ stay: winnow's docs
+# include_str! them). The kit's .cargo/config.toml points cargo at vendor/, so it stands aside
+# meanwhile.
+log "vendoring the dependencies a Linux build compiles"
+FILTERER=$(scripts/cargo-vendor-filterer.sh)
+mv "$STAGE/.cargo" "$STAGE/.cargo.aside"
+# (It takes no --locked: the lock is compared after, and a vendoring that changed it fails.)
+cp "$STAGE/Cargo.lock" "$STAGE/.Cargo.lock.pinned"
+vendor() {
+    ( cd "$STAGE" && "$FILTERER" vendor-filterer "$@" \
+        --platform=x86_64-unknown-linux-gnu --platform=aarch64-unknown-linux-gnu \
+        --exclude-crate-path='*#tests' --exclude-crate-path='*#benches' \
+        --exclude-crate-path='tracing#test-macros' vendor )
+}
+vendor --offline >/dev/null 2>&1 || { rm -rf "$STAGE/vendor"; vendor >/dev/null; }
+cmp -s "$STAGE/Cargo.lock" "$STAGE/.Cargo.lock.pinned" ||
+    { log "error: vendoring changed the kit's Cargo.lock"; exit 1; }
+rm "$STAGE/.Cargo.lock.pinned"
+mv "$STAGE/.cargo.aside" "$STAGE/.cargo"
 
 rm -rf "$OUT"
 mkdir -p "$(dirname "$OUT")"
