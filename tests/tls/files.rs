@@ -178,14 +178,9 @@ fn curl_speaks_http2_and_http1_over_tls() {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    let ca = Ca::root("chartreg test CA");
-    let (cert, key) = ca.pair().write(&dir.path().join("secret"));
-    let ca_file = dir.path().join("ca.crt");
-    write(&ca_file, ca.pem());
-    let server = serve(&cert, &key, &[]);
-    let port = server.addr.port();
-    let url = format!("https://{NAME}:{port}/v2/");
-    let resolve = format!("{NAME}:{port}:127.0.0.1");
+    let https = Trusted::start(dir.path(), "chartreg test CA");
+    let (ca_file, resolve) = (&https.ca_file, https.resolve());
+    let url = format!("https://{NAME}:{}/v2/", https.server.addr.port());
 
     let run = |extra: &[&str]| {
         let body = dir.path().join("body");
@@ -205,7 +200,7 @@ fn curl_speaks_http2_and_http1_over_tls() {
     };
 
     for (flag, version) in [("--http2", "2"), ("--http1.1", "1.1")] {
-        let (out, body) = run(&[flag, "--cacert", str_path(&ca_file)]);
+        let (out, body) = run(&[flag, "--cacert", str_path(ca_file)]);
         assert!(out.status.success(), "curl {flag}: {}", describe(&out));
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),

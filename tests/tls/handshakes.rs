@@ -41,16 +41,13 @@ fn failed_handshakes_are_counted_by_reason_and_logged_sparingly() {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    let ca = Ca::root("chartreg handshake test CA");
-    let (cert, key) = ca.pair().write(dir.path());
-    let ca_file = dir.path().join("ca.crt");
-    write(&ca_file, ca.pem());
-    let server = serve(&cert, &key, &[]);
+    let https = Trusted::start(dir.path(), "chartreg handshake test CA");
+    let (server, ca_file) = (&https.server, &https.ca_file);
     let addr = server.addr;
     let url = format!("https://127.0.0.1:{}/v2/", addr.port());
 
     // Every reason is listed, at zero, from the start.
-    let start = failures(&curl, &ca_file, addr);
+    let start = failures(&curl, ca_file, addr);
     assert_eq!(start.len(), 8, "{start:?}");
     assert!(start.iter().all(|(_, n)| *n == 0), "{start:?}");
 
@@ -95,7 +92,7 @@ fn failed_handshakes_are_counted_by_reason_and_logged_sparingly() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut got;
     loop {
-        got = failures(&curl, &ca_file, addr);
+        got = failures(&curl, ca_file, addr);
         let matches = want
             .iter()
             .all(|(reason, n)| got.iter().any(|(r, m)| r == reason && m == n));

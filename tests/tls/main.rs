@@ -188,6 +188,32 @@ fn serve(cert: &Path, key: &Path, args: &[&str]) -> Process {
     server
 }
 
+/// chartreg serving HTTPS with a pair a new CA (`ca_name`) issued for [`NAME`], as a client
+/// with a CA file sees it; everything in `dir`.
+struct Trusted {
+    server: Process,
+    /// The CA's certificate, PEM (`ca.crt`), for `--cacert`, `--ca-file`, `-CAfile`.
+    ca_file: PathBuf,
+}
+
+impl Trusted {
+    fn start(dir: &Path, ca_name: &str) -> Trusted {
+        let ca = Ca::root(ca_name);
+        let (cert, key) = ca.pair().write(&dir.join("secret"));
+        let ca_file = dir.join("ca.crt");
+        write(&ca_file, ca.pem());
+        Trusted {
+            server: serve(&cert, &key, &[]),
+            ca_file,
+        }
+    }
+
+    /// curl's `--resolve` value that sends [`NAME`] at the server's port to loopback.
+    fn resolve(&self) -> String {
+        format!("{NAME}:{}:127.0.0.1", self.server.addr.port())
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // A rustls client (ring), one TLS connection at a time
 // ---------------------------------------------------------------------------------------------

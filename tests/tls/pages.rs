@@ -11,19 +11,14 @@ fn the_commands_on_the_page_name_the_ca_file() {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    let ca = Ca::root("chartreg test CA");
-    let (cert, key) = ca.pair().write(&dir.path().join("secret"));
-    let ca_file = dir.path().join("ca.crt");
-    write(&ca_file, ca.pem());
-    let server = serve(&cert, &key, &[]);
-    let port = server.addr.port();
-    let resolve = format!("{NAME}:{port}:127.0.0.1");
+    let https = Trusted::start(dir.path(), "chartreg test CA");
+    let (ca_file, port, resolve) = (&https.ca_file, https.server.addr.port(), https.resolve());
     let get = |path: &str| {
         let out = common::output_of(
             Command::new(&curl)
                 .args(["--silent", "--show-error", "--fail", "--max-time", "30"])
                 .args(["--http2", "--resolve", &resolve, "--cacert"])
-                .arg(&ca_file)
+                .arg(ca_file)
                 .arg(format!("https://{NAME}:{port}{path}")),
             "curl",
         );

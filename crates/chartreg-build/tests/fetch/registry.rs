@@ -221,18 +221,7 @@ fn served_referrers(server: &InProcess) -> Vec<String> {
 /// The manifest digest chartreg serves for the sample image's `v1` (skopeo, from the raw
 /// manifest it reads).
 fn served_image_digest(server: &InProcess) -> String {
-    let skopeo = common::tool("skopeo").expect("skopeo");
-    let out = common::output_of(
-        Command::new(skopeo).args([
-            "inspect",
-            "--raw",
-            "--tls-verify=false",
-            &format!("docker://{}/images/sample:v1", server.host()),
-        ]),
-        "skopeo inspect",
-    );
-    assert!(out.status.success(), "skopeo inspect: {}", describe(&out));
-    common::sha256(&out.stdout)
+    served_digest_of(server, "images/sample:v1")
 }
 
 #[test]
