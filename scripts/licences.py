@@ -27,35 +27,32 @@ def metadata(folder):
     return json.loads(out.stdout)
 
 
-def linked(meta, root_name):
-    """The packages `root_name` links: its normal dependencies, transitively."""
+def reachable(meta, roots, kinds):
+    """The registry packages `roots` depend on through dependencies of `kinds` (None: normal,
+    "build"), transitively."""
     packages = {p["id"]: p for p in meta["packages"]}
     nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
-    roots = [p["id"] for p in meta["packages"] if p["name"] == root_name and p["source"] is None]
-    if not roots:
-        sys.exit(f"licences: no package {root_name} in the workspace")
-    seen, todo = set(), roots[:]
+    seen, todo = set(), list(roots)
     while todo:
         node = nodes[todo.pop()]
         for dep in node["deps"]:
-            if any(k["kind"] is None for k in dep["dep_kinds"]) and dep["pkg"] not in seen:
+            if any(k["kind"] in kinds for k in dep["dep_kinds"]) and dep["pkg"] not in seen:
                 seen.add(dep["pkg"])
                 todo.append(dep["pkg"])
     return [packages[i] for i in seen if packages[i]["source"] is not None]
+
+
+def linked(meta, root_name):
+    """The packages `root_name` links: its normal dependencies, transitively."""
+    roots = [p["id"] for p in meta["packages"] if p["name"] == root_name and p["source"] is None]
+    if not roots:
+        sys.exit(f"licences: no package {root_name} in the workspace")
+    return reachable(meta, roots, (None,))
 
 
 def compiled(meta):
     """Every registry package a workspace build compiles (normal and build dependencies)."""
-    packages = {p["id"]: p for p in meta["packages"]}
-    nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
-    seen, todo = set(), [m for m in meta["workspace_members"]]
-    while todo:
-        node = nodes[todo.pop()]
-        for dep in node["deps"]:
-            if any(k["kind"] in (None, "build") for k in dep["dep_kinds"]) and dep["pkg"] not in seen:
-                seen.add(dep["pkg"])
-                todo.append(dep["pkg"])
-    return [packages[i] for i in seen if packages[i]["source"] is not None]
+    return reachable(meta, meta["workspace_members"], (None, "build"))
 
 
 def licence_files(package):
