@@ -16,7 +16,7 @@ BIN = $(TARGET_DIR)/server/chartreg
 KIT_CACHE = $(TARGET_DIR)/kit-cache
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
-.PHONY: all assets assets-check build-tool build check kit dist builder-image fetch image image-containerfile run test tools lint clean stress
+.PHONY: all assets assets-check build-tool build check docs kit dist builder-image fetch image image-containerfile run test tools lint clean stress
 
 # Every input of assets/ (charts, chart folders, image layouts), written down once.
 CONTENT ?= content.yaml
@@ -119,6 +119,11 @@ check: assets
 test: tools lint assets-check image builder-image
 	CHARTREG_STATIC_BIN='$(BIN)' $(CARGO) test --release --workspace
 	CARGO=$(CARGO) scripts/one-compile.sh
+
+# docs/commands.md, the command reference, from the binaries' own --help (tests/readme.rs
+# fails when it is stale).
+docs:
+	CHARTREG_WRITE_DOCS=1 $(CARGO) test --release -p chartreg-bin --test readme -- the_command_reference
 
 clean:
 	$(CARGO) clean

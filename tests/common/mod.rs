@@ -119,7 +119,7 @@ pub fn chartreg_build_bin() -> PathBuf {
     bin
 }
 
-/// The content digest of the folder a binary embeds, computed here from its files as the README
+/// The content digest of the folder a binary embeds, computed here from its files as docs/serving.md
 /// defines it (what `chartreg ls --content-digest` prints): the sha256 of the lines
 /// `sha256sum -z` prints (`<hex>  <path>` and a NUL) for every file, in byte order of the paths,
 /// symbolic links followed, the folder's top-level entries starting with `.` left out.

@@ -98,7 +98,7 @@ fn download(addr: std::net::SocketAddr, path: &str, chunk: usize, pause: Duratio
 
 /// Many clients download a large blob at once, a quarter of them reading slowly: every
 /// download is byte-exact, the server's anonymous memory grows by at most the write buffer
-/// each download in flight holds (1 MiB, README "Footprint") and some slack, and the fast
+/// each download in flight holds (1 MiB, docs/operations.md, "Footprint") and some slack, and the fast
 /// clients finish while the slow ones are still reading (an order, not a timed bound).
 /// `make test`: 16 clients, 64 MiB; `CHARTREG_STRESS=10` (`make stress`): 64 clients, 256 MiB.
 #[test]

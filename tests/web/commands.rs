@@ -74,7 +74,7 @@ fn resolving(cmd: Command, hosts: Option<&Path>) -> Option<Command> {
 
 /// Served over TLS, by a name rather than 127.0.0.1: Helm 3 speaks plain HTTP to loopback
 /// addresses whatever the flags, as it would to `localhost` through a port-forward (see the
-/// README's troubleshooting). The name resolves to 127.0.0.1 for Chromium and for each command.
+/// docs/troubleshooting.md). The name resolves to 127.0.0.1 for Chromium and for each command.
 #[test]
 fn the_commands_on_the_page_served_over_tls_work_as_copied() {
     let helms: Vec<Helm> = ["helm3", "helm4"]

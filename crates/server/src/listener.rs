@@ -19,7 +19,7 @@
 //! and a tiny one. Serving a 32 MiB blob over HTTPS to 4 clients (`make bench`, one CPU for the
 //! server) the kernel's share fell from 0.29-0.45 to 0.15-0.25 s of CPU per GiB, and the
 //! server's CPU per GiB by about a quarter, with 128 KiB to 1 MiB (0.44 s/GiB; nginx 0.65-0.70).
-//! 512 KiB keeps what one download can hold in memory bounded (see the README, "Footprint").
+//! 512 KiB keeps what one download can hold in memory bounded (see docs/operations.md, "Footprint").
 //!
 //! Before the handshake, each connection's first byte is peeked: plain HTTP sent to the HTTPS
 //! port is answered `400 Bad Request` and closed there, and everything else goes on to the TLS

@@ -1,4 +1,4 @@
-//! Where fetch writes and how the lock names it: the README's layout (lists and lock in
+//! Where fetch writes and how the lock names it: docs/content.md's layout (lists and lock in
 //! `addons/`, packages in `charts/` at the top, `content.yaml` naming the lock) packs as
 //! written; every path in the lock is relative to the lock's folder, and local `chartURLs` are
 //! keyed as the list writes them, so the lock is the same from any folder, on any machine; the
@@ -55,7 +55,7 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
         package("hello-0.2.0.tgz"),
     )
     .expect("write package");
-    // The README's commands, as written, from the repository's top.
+    // docs/content.md's commands, as written, from the repository's top.
     work.fetch_ok(&["--helm-charts-file", "addons/charts.yaml"]);
     let lock_text = || String::from_utf8(work.read("addons/chartreg.lock")).expect("UTF-8");
     let lock = lock_text();

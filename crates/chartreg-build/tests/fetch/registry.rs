@@ -479,7 +479,7 @@ fn oci_repositories_in_the_charts_file_and_layouts_that_are_whole_or_not_at_all(
         )),
         "{e}"
     );
-    // The README's layout: lists and lock in addons/, packages and layouts at the top.
+    // docs/content.md's layout: lists and lock in addons/, packages and layouts at the top.
     work.write(
         "addons/charts.yaml",
         &charts(&credentials, "\"1.0.0\", \"~0.1\""),
