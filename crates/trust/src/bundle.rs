@@ -22,21 +22,19 @@
 //! Not checked: revocation (there is no online CRL/OCSP here), and the root's freshness (the
 //! team keeps the trusted root file up to date).
 
-use std::sync::Arc;
-
 use chartreg_core::oci::Digest;
 use serde::Deserialize;
 use sigstore_verify::types::{
     Artifact, ArtifactDigest, Bundle, Sha256Hash, SignatureContent,
     bundle::VerificationMaterialContent,
 };
-use sigstore_verify::{Error, PublicKeyVerificationPolicy, VerificationPolicy, Verifier};
+use sigstore_verify::{Error, PublicKeyVerificationPolicy, VerificationPolicy};
 
 use chartreg_core::content::{Evidence, Form};
 
-use crate::image::SigReason;
 use crate::patterns;
 use crate::policy::ImagePolicy;
+use crate::reason::SigReason;
 
 /// The in-toto predicate cosign signs an image with.
 pub const SIGN_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
@@ -62,16 +60,12 @@ pub fn check_bundle(
     image: &Digest,
     json: &[u8],
 ) -> Result<Option<Evidence>, SigReason> {
-    let text = std::str::from_utf8(json)
-        .map_err(|_| SigReason::Malformed("the bundle is not UTF-8 JSON".into()))?;
-    let bundle = Bundle::from_json(text)
-        .map_err(|e| SigReason::Malformed(format!("not a Sigstore bundle: {e}")))?;
+    let text = std::str::from_utf8(json).map_err(SigReason::BundleNotUtf8)?;
+    let bundle = Bundle::from_json(text).map_err(SigReason::NotBundle)?;
     let subjects = match &bundle.content {
         SignatureContent::DsseEnvelope(envelope) => {
             let statement: Statement = serde_json::from_slice(envelope.payload.as_bytes())
-                .map_err(|e| {
-                    SigReason::Malformed(format!("the bundle's statement is not in-toto: {e}"))
-                })?;
+                .map_err(SigReason::NotInToto)?;
             if statement.predicate_type != SIGN_PREDICATE {
                 return Ok(None);
             }
@@ -84,8 +78,10 @@ pub fn check_bundle(
         // A message signature (or a content this version does not know) names no subject.
         _ => Vec::new(),
     };
-    let hash = Sha256Hash::from_hex(image.encoded())
-        .map_err(|e| SigReason::Malformed(format!("{image}: {e}")))?;
+    let hash = Sha256Hash::from_hex(image.encoded()).map_err(|source| SigReason::ImageDigest {
+        image: Box::new(image.clone()),
+        source,
+    })?;
     let artifact = || Artifact::Digest(ArtifactDigest::from(hash));
     crate::provider::install();
     let mismatch = |e: Error, key: Option<String>| match e {
@@ -111,18 +107,10 @@ pub fn check_bundle(
                 });
             };
             if bundle.verification_material.tlog_entries.is_empty() {
-                return Err(SigReason::TransparencyLog(
-                    "the bundle has no log entry (signed with --tlog-upload=false?): a \
-                     key-signed bundle is checked with its entry"
-                        .into(),
-                ));
+                return Err(SigReason::NoLogEntry);
             }
             if policy.key_root.is_some() && !bundle.has_inclusion_proof() {
-                return Err(SigReason::TransparencyLog(
-                    "no log entry with an inclusion proof (signed with --tlog-upload=false?), \
-                     and verify.images.trustedRoot asks for one"
-                        .into(),
-                ));
+                return Err(SigReason::NoInclusionProof);
             }
             let check = PublicKeyVerificationPolicy::new(key.der.clone());
             let (verifier, check) = match &policy.key_root {
@@ -182,20 +170,9 @@ fn reason(e: Error, key: Option<String>) -> SigReason {
             want: expected,
         },
         Error::SignatureInvalid(detail) => SigReason::BadSignature { key, detail },
-        Error::Certificate(e) => SigReason::Certificate(e.to_string()),
-        Error::TransparencyLog(e) => SigReason::TransparencyLog(e.to_string()),
-        Error::Timestamp(e) => SigReason::Timestamp(e.to_string()),
-        other => SigReason::Invalid(other.to_string()),
+        Error::Certificate(e) => SigReason::Certificate(e),
+        Error::TransparencyLog(e) => SigReason::TransparencyLog(e),
+        Error::Timestamp(e) => SigReason::Timestamp(e),
+        other => SigReason::Invalid(Box::new(other)),
     }
-}
-
-/// A verifier over nothing: key-signed bundles checked without a transparency log.
-pub fn empty_verifier() -> Result<Arc<Verifier>, String> {
-    let root = sigstore_verify::trust_root::TrustedRoot::from_json(
-        r#"{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}"#,
-    )
-    .map_err(|e| e.to_string())?;
-    Verifier::new(&root)
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use sigstore_verify::crypto::VerificationKey;
 use sigstore_verify::types::{DerPublicKey, SignatureBytes};
 
-use crate::image::SigReason;
+use crate::reason::SigReason;
 
 /// The most of a public key file read (a PEM key is well under a KiB).
 const KEY_LIMIT: u64 = 1 << 20;
@@ -47,8 +47,17 @@ pub enum KeyError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{} is not a PEM public key (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair` writes cosign.pub): {reason}", path.display())]
-    NotAKey { path: PathBuf, reason: String },
+    #[error("{} is not a PEM public key (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair` writes cosign.pub): {source}", path.display())]
+    NotPem {
+        path: PathBuf,
+        source: sigstore_verify::types::Error,
+    },
+    /// A PEM public key of a kind or curve no verifier takes.
+    #[error("{} is not a PEM public key (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair` writes cosign.pub): {source}", path.display())]
+    Unusable {
+        path: PathBuf,
+        source: sigstore_verify::crypto::Error,
+    },
 }
 
 impl CosignKey {
@@ -66,12 +75,14 @@ impl CosignKey {
 
     /// The PEM public key `text` (read from `path`, for messages).
     pub fn from_pem(path: &Path, text: &str) -> Result<CosignKey, KeyError> {
-        let not_a_key = |reason: String| KeyError::NotAKey {
+        let der = DerPublicKey::from_pem(text).map_err(|source| KeyError::NotPem {
             path: path.to_owned(),
-            reason,
-        };
-        let der = DerPublicKey::from_pem(text).map_err(|e| not_a_key(e.to_string()))?;
-        VerificationKey::from_spki(&der).map_err(|e| not_a_key(e.to_string()))?;
+            source,
+        })?;
+        VerificationKey::from_spki(&der).map_err(|source| KeyError::Unusable {
+            path: path.to_owned(),
+            source,
+        })?;
         Ok(CosignKey {
             path: path.to_owned(),
             pem: text.to_owned(),
@@ -124,12 +135,12 @@ pub fn check_simple_signing(
     certificate: Option<&str>,
 ) -> Result<String, SigReason> {
     let Some(signature) = signature else {
-        return Err(SigReason::Malformed(format!(
-            "a .sig layer without its {SIGNATURE_ANNOTATION} annotation"
-        )));
+        return Err(SigReason::NoSignatureAnnotation {
+            annotation: SIGNATURE_ANNOTATION,
+        });
     };
-    let signature = SignatureBytes::from_base64(signature.trim())
-        .map_err(|e| SigReason::Malformed(format!("the .sig signature is not base64: {e}")))?;
+    let signature =
+        SignatureBytes::from_base64(signature.trim()).map_err(SigReason::SignatureNotBase64)?;
     crate::provider::install();
     let Some(key) = keys.iter().find(|k| k.verifies(payload, &signature)) else {
         return Err(if certificate.is_some() {
@@ -140,16 +151,9 @@ pub fn check_simple_signing(
             SigReason::NoKeyVerifies
         });
     };
-    let payload: Payload = serde_json::from_slice(payload).map_err(|e| {
-        SigReason::Malformed(format!(
-            "the signed .sig payload is not simple signing: {e}"
-        ))
-    })?;
+    let payload: Payload = serde_json::from_slice(payload).map_err(SigReason::NotSimpleSigning)?;
     if payload.critical.kind != "cosign container image signature" {
-        return Err(SigReason::Malformed(format!(
-            "the signed .sig payload's type is `{}`, not a cosign container image signature",
-            payload.critical.kind
-        )));
+        return Err(SigReason::PayloadType(payload.critical.kind));
     }
     if payload.critical.image.digest != image.to_string() {
         return Err(SigReason::OtherDigest {

@@ -12,7 +12,7 @@ use chartreg_core::content::UpstreamIndex;
 use chartreg_core::oci::Digest;
 use chartreg_core::oci::layout::ImageIndex;
 
-use crate::image::SigReason;
+use crate::reason::SigReason;
 use crate::store::{LayoutError, Store};
 
 /// Upstream's index digest, and the index when it stands for the one cut from it (else why not).
@@ -36,13 +36,16 @@ pub(crate) fn upstream_of(
 }
 
 fn cut_from(upstream: &Digest, listed: Vec<u8>, cut: &[u8]) -> Result<UpstreamIndex, SigReason> {
-    let not_index = |detail: String| SigReason::NotIndex {
+    let not_index = |source| SigReason::NotIndex {
         upstream: Box::new(upstream.clone()),
-        detail,
+        source,
     };
-    let cut: ImageIndex = serde_json::from_slice(cut).map_err(|e| not_index(e.to_string()))?;
-    let text = String::from_utf8(listed).map_err(|e| not_index(e.to_string()))?;
-    let listed: ImageIndex = serde_json::from_str(&text).map_err(|e| not_index(e.to_string()))?;
+    let cut: ImageIndex = serde_json::from_slice(cut).map_err(not_index)?;
+    let text = String::from_utf8(listed).map_err(|source| SigReason::IndexNotUtf8 {
+        upstream: Box::new(upstream.clone()),
+        source,
+    })?;
+    let listed: ImageIndex = serde_json::from_str(&text).map_err(not_index)?;
     if let Some(m) = cut.manifests.iter().find(|m| !listed.manifests.contains(m)) {
         return Err(SigReason::NotUpstreams {
             upstream: Box::new(upstream.clone()),

@@ -28,66 +28,12 @@ use crate::bundle;
 use crate::cosign::{self, CERTIFICATE_ANNOTATION, SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
 use crate::cut::upstream_of;
 use crate::policy::{Checked, ImagePolicy};
+use crate::reason::SigReason;
 use crate::section::Mode;
 use crate::store::{LayoutError, LayoutStore, Store, manifest};
 
 /// The Sigstore bundle's media type: a referrer's artifact type and its layer's.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
-
-/// Why one signature of an image does not verify.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SigReason {
-    #[error("no signature")]
-    Unsigned,
-    #[error("signed with a key, and the policy names no keys (verify.images.keys)")]
-    NoKeys,
-    #[error(
-        "the .sig signature verifies with none of verify.images.keys: signed by another key, or its payload was changed"
-    )]
-    NoKeyVerifies,
-    #[error("signed by another key (hint {hint}), not one of verify.images.keys")]
-    OtherKey { hint: String },
-    #[error("the signature does not verify{}: the signed content was changed ({detail})", key.as_ref().map(|k| format!(" with key {k}")).unwrap_or_default())]
-    BadSignature { key: Option<String>, detail: String },
-    #[error("digest mismatch: the signature is over {signed}")]
-    OtherDigest { signed: String, key: Option<String> },
-    #[error(
-        "a keyless .sig signature (certificate annotation): keyless signatures are checked in the bundle form (cosign 3, or cosign sign --new-bundle-format)"
-    )]
-    KeylessSig,
-    #[error(
-        "signed keylessly (a certificate), and the policy names no keyless signers (verify.images.keyless)"
-    )]
-    NoKeyless,
-    #[error("identity mismatch: the certificate names {got}, the policy wants {want}")]
-    IdentityMismatch { got: String, want: String },
-    #[error("issuer mismatch: the certificate names {got}, the policy wants {want}")]
-    IssuerMismatch { got: String, want: String },
-    #[error("certificate: {0}")]
-    Certificate(String),
-    #[error("transparency log: {0}")]
-    TransparencyLog(String),
-    #[error("timestamp: {0}")]
-    Timestamp(String),
-    #[error("malformed signature: {0}")]
-    Malformed(String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error(
-        "the index keeps platforms of upstream's {upstream}, which does not list {manifest} as it does"
-    )]
-    NotUpstreams {
-        upstream: Box<Digest>,
-        manifest: Box<Digest>,
-    },
-    #[error("the index or upstream's {upstream} is not an index: {detail}")]
-    NotIndex {
-        upstream: Box<Digest>,
-        detail: String,
-    },
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-    Several(Vec<SigReason>),
-}
 
 /// What checking one tagged image came to.
 #[derive(Debug, Clone)]

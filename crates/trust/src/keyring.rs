@@ -23,8 +23,16 @@ pub enum KeyringError {
         path.display()
     )]
     Keybox { path: PathBuf },
-    #[error("{}: not an OpenPGP keyring: {message}", path.display())]
-    Unreadable { path: PathBuf, message: String },
+    #[error("{}: not an OpenPGP keyring: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: pgp::errors::Error,
+    },
+    #[error("{}: not an OpenPGP keyring: a key's self-signature: {source}", path.display())]
+    SelfSignature {
+        path: PathBuf,
+        source: pgp::errors::Error,
+    },
     #[error("{}: holds no public key", path.display())]
     Empty { path: PathBuf },
 }
@@ -56,17 +64,19 @@ impl Keyring {
                 path: path.to_owned(),
             });
         }
-        let unreadable = |message: String| KeyringError::Unreadable {
+        let unreadable = |source| KeyringError::Unreadable {
             path: path.to_owned(),
-            message,
+            source,
         };
-        let (keys, _) =
-            SignedPublicKey::from_reader_many(&data[..]).map_err(|e| unreadable(e.to_string()))?;
+        let (keys, _) = SignedPublicKey::from_reader_many(&data[..]).map_err(unreadable)?;
         let keys = keys
             .map(|k| {
-                let k = k.map_err(|e| unreadable(e.to_string()))?;
+                let k = k.map_err(unreadable)?;
                 k.verify_bindings()
-                    .map_err(|e| unreadable(format!("a key's self-signature: {e}")))?;
+                    .map_err(|source| KeyringError::SelfSignature {
+                        path: path.to_owned(),
+                        source,
+                    })?;
                 Ok(k)
             })
             .collect::<Result<Vec<_>, KeyringError>>()?;

@@ -1,5 +1,6 @@
 //! The policy: the content file's `verify:` section (`section`) as read ([`Policy`]: its
-//! keyring, keys and trusted roots parsed, their bytes kept). A policy is read
+//! keyring, keys and trusted roots parsed, their bytes kept; a verifier made over each root by
+//! `verifier`). A policy is read
 //! from the files the section names ([`Policy::of`]) or from the record the built content
 //! embeds ([`Policy::from_record`]); [`Policy::record`] is that record. [`check_chart`] and the
 //! rule lookups say what a chart's check comes to under it.
@@ -13,10 +14,8 @@ use crate::cosign::{CosignKey, KeyError};
 use crate::keyring::{Keyring, KeyringError};
 use crate::prov::{Reason, Signer};
 use crate::section::{Mode, VerifySection};
-use crate::{bundle, patterns, prov, provider};
-
-/// The most of a trusted root read (Sigstore's public one is ~10 KiB).
-const ROOT_LIMIT: u64 = 16 << 20;
+use crate::verifier::{self, RootError};
+use crate::{patterns, prov};
 
 /// Why a policy cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -25,10 +24,14 @@ pub enum PolicyError {
     Keyring(#[from] KeyringError),
     #[error(transparent)]
     Key(#[from] KeyError),
-    #[error("cannot use the trusted root {}: {reason}", path.display())]
-    Root { path: PathBuf, reason: String },
-    #[error("cannot make a verifier: {0}")]
-    Verifier(String),
+    /// The keyring a record keeps (hex) is not hex.
+    #[error("{}: not an OpenPGP keyring: the recorded keyring is not hex: {source}", path.display())]
+    RecordedKeyring {
+        path: PathBuf,
+        source: hex::FromHexError,
+    },
+    #[error(transparent)]
+    Root(#[from] RootError),
     #[error("mode `{0}` is neither require nor warn")]
     Mode(String),
 }
@@ -136,39 +139,17 @@ impl std::fmt::Debug for ImagePolicy {
     }
 }
 
-/// The trusted root file `path`: its JSON and a verifier over it.
-fn read_root(path: &Path) -> Result<(String, Arc<sigstore_verify::Verifier>), PolicyError> {
-    let json = chartreg_core::file::read_limited_to_string(path, ROOT_LIMIT).map_err(|e| {
-        PolicyError::Root {
-            path: path.to_owned(),
-            reason: e.to_string(),
-        }
-    })?;
-    let verifier = root_verifier(path, &json)?;
-    Ok((json, verifier))
-}
-
-/// A verifier over the trusted root `json` (from `path`, for messages).
-fn root_verifier(path: &Path, json: &str) -> Result<Arc<sigstore_verify::Verifier>, PolicyError> {
-    let root_error = |reason: String| PolicyError::Root {
-        path: path.to_owned(),
-        reason,
-    };
-    provider::install();
-    let root = sigstore_verify::trust_root::TrustedRoot::from_json(json)
-        .map_err(|e| root_error(e.to_string()))?;
-    sigstore_verify::Verifier::new(&root)
-        .map(Arc::new)
-        .map_err(|e| root_error(e.to_string()))
-}
-
 impl ImagePolicy {
     /// The policy a content file's section makes (`None` without an `images:` part).
     pub fn of(config: &Path, section: &VerifySection) -> Result<Option<ImagePolicy>, PolicyError> {
         let Some(images) = &section.images else {
             return Ok(None);
         };
-        let key_root = images.trusted_root.as_deref().map(read_root).transpose()?;
+        let key_root = images
+            .trusted_root
+            .as_deref()
+            .map(verifier::read_root)
+            .transpose()?;
         Ok(Some(ImagePolicy {
             config: config.to_owned(),
             mode: section.mode,
@@ -181,7 +162,7 @@ impl ImagePolicy {
                 .keyless
                 .iter()
                 .map(|rule| {
-                    let (root_json, verifier) = read_root(&rule.trusted_root)?;
+                    let (root_json, verifier) = verifier::read_root(&rule.trusted_root)?;
                     Ok(KeylessRule {
                         identity: rule.identity.clone(),
                         issuer: rule.issuer.clone(),
@@ -193,7 +174,7 @@ impl ImagePolicy {
                 .collect::<Result<_, PolicyError>>()?,
             key_root_json: key_root.as_ref().map(|(json, _)| json.clone()),
             key_root: key_root.map(|(_, verifier)| verifier),
-            no_root: bundle::empty_verifier().map_err(PolicyError::Verifier)?,
+            no_root: verifier::empty_verifier()?,
             require: images.require.clone(),
         }))
     }
@@ -223,7 +204,7 @@ impl ImagePolicy {
         record: &ImagesMaterial,
     ) -> Result<ImagePolicy, PolicyError> {
         let key_root = match &record.trusted_root {
-            Some(json) => Some(root_verifier(from, json)?),
+            Some(json) => Some(verifier::root_verifier(from, json)?),
             None => None,
         };
         Ok(ImagePolicy {
@@ -243,13 +224,13 @@ impl ImagePolicy {
                         issuer: r.issuer.clone(),
                         root: from.to_owned(),
                         root_json: r.trusted_root.clone(),
-                        verifier: root_verifier(from, &r.trusted_root)?,
+                        verifier: verifier::root_verifier(from, &r.trusted_root)?,
                     })
                 })
                 .collect::<Result<_, PolicyError>>()?,
             key_root,
             key_root_json: record.trusted_root.clone(),
-            no_root: bundle::empty_verifier().map_err(PolicyError::Verifier)?,
+            no_root: verifier::empty_verifier()?,
             require: record.require.clone(),
         })
     }
@@ -301,11 +282,9 @@ impl ChartPolicy {
         mode: Mode,
         record: &ChartsMaterial,
     ) -> Result<ChartPolicy, PolicyError> {
-        let data = hex::decode(&record.keyring).map_err(|e| {
-            PolicyError::Keyring(KeyringError::Unreadable {
-                path: from.to_owned(),
-                message: format!("the recorded keyring is not hex: {e}"),
-            })
+        let data = hex::decode(&record.keyring).map_err(|source| PolicyError::RecordedKeyring {
+            path: from.to_owned(),
+            source,
         })?;
         Ok(ChartPolicy {
             config: from.to_owned(),
