@@ -221,9 +221,9 @@ impl Store for Served<'_> {
         if let Some(upstream) = self.upstream.filter(|u| u.digest == *digest) {
             let data = upstream.index.as_bytes();
             if Digest::sha256_of(data) != *digest {
-                return Err(LayoutError::Unreadable {
-                    what: format!("{} {digest}", repo.name()),
-                    detail: format!("the recorded upstream index is not {digest}"),
+                return Err(LayoutError::UpstreamIndex {
+                    repository: repo.name().to_owned(),
+                    digest: digest.clone(),
                 });
             }
             return Ok(data.to_vec());
@@ -233,9 +233,10 @@ impl Store for Served<'_> {
         }
         repo.blob(digest)
             .map(|b| b.data.to_vec())
-            .map_err(|e| LayoutError::Unreadable {
-                what: format!("{} {digest}", repo.name()),
-                detail: e.to_string(),
+            .map_err(|source| LayoutError::NotHeld {
+                repository: repo.name().to_owned(),
+                digest: digest.clone(),
+                source: Box::new(source),
             })
     }
 

@@ -26,10 +26,33 @@ pub enum LayoutError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{} is not what the layout says: {detail}", path.display())]
-    Invalid { path: PathBuf, detail: String },
-    #[error("{what}: {detail}")]
-    Unreadable { what: String, detail: String },
+    #[error("{} is not what the layout says: {source}", path.display())]
+    NotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{} is not what the layout says: {tag}'s {UPSTREAM_DIGEST} `{value}`: {source}", path.display())]
+    UpstreamDigest {
+        path: PathBuf,
+        tag: String,
+        value: String,
+        source: chartreg_core::oci::DigestError,
+    },
+    #[error("{} is not what the layout says: its content is not {digest}", path.display())]
+    OtherBytes { path: PathBuf, digest: Digest },
+    #[error("manifest {digest}: not a manifest: {source}")]
+    NotManifest {
+        digest: Digest,
+        source: serde_json::Error,
+    },
+    #[error("{repository} {digest}: the recorded upstream index is not {digest}")]
+    UpstreamIndex { repository: String, digest: Digest },
+    #[error("{repository} {digest}: {source}")]
+    NotHeld {
+        repository: String,
+        digest: Digest,
+        source: Box<chartreg_core::content::Error>,
+    },
 }
 
 /// Where a repository's manifests and blobs are read from: an OCI image layout on disk
@@ -59,9 +82,9 @@ impl LayoutStore<'_> {
                     source,
                 }
             })?;
-        serde_json::from_slice(&data).map_err(|e| LayoutError::Invalid {
+        serde_json::from_slice(&data).map_err(|source| LayoutError::NotJson {
             path: index_path.clone(),
-            detail: e.to_string(),
+            source,
         })
     }
 }
@@ -99,9 +122,11 @@ impl Store for LayoutStore<'_> {
         upstream
             .parse()
             .map(Some)
-            .map_err(|e| LayoutError::Invalid {
+            .map_err(|source| LayoutError::UpstreamDigest {
                 path: self.dir.join(INDEX_FILE),
-                detail: format!("{tag}'s {UPSTREAM_DIGEST} `{upstream}`: {e}"),
+                tag: tag.to_owned(),
+                value: upstream.clone(),
+                source,
             })
     }
 }
@@ -141,9 +166,9 @@ fn blob(dir: &Path, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
         }
     })?;
     if Digest::sha256_of(&data) != *digest {
-        return Err(LayoutError::Invalid {
+        return Err(LayoutError::OtherBytes {
             path,
-            detail: format!("its content is not {digest}"),
+            digest: digest.clone(),
         });
     }
     Ok(data)
@@ -152,8 +177,8 @@ fn blob(dir: &Path, digest: &Digest) -> Result<Vec<u8>, LayoutError> {
 /// The manifest `digest` of `store`, read as the checks read it.
 pub(crate) fn manifest(store: &dyn Store, digest: &Digest) -> Result<Manifest, LayoutError> {
     let data = store.read(digest)?;
-    serde_json::from_slice(&data).map_err(|e| LayoutError::Unreadable {
-        what: format!("manifest {digest}"),
-        detail: format!("not a manifest: {e}"),
+    serde_json::from_slice(&data).map_err(|source| LayoutError::NotManifest {
+        digest: digest.clone(),
+        source,
     })
 }
