@@ -4,30 +4,29 @@
 //! loader finds them.
 //!
 //! A package holds what its authors wrote, which may be hostile: its archive is walked with
-//! `pack`'s checks, the chart and its subcharts are read within one [`Unpacking`] budget
+//! [`crate::chart`]'s checks, the chart and its subcharts are read within one [`Unpacking`] budget
 //! (how deep they nest, how much their packages decompress to, how many values their YAML
 //! holds), and every YAML document is read within [`yaml`]'s bounds. Errors name the file
 //! inside the package, through the packages that hold it (`charts/db.tgz/values.yaml`),
 //! control characters escaped.
-
-pub mod unpacking;
 
 use std::collections::BTreeMap;
 
 use chartreg_core::shown::escaped;
 use serde_yaml_ng::Value;
 
-use crate::pack::chart_name::{self, ChartNameError};
-use crate::pack::metadata::Metadata;
-use crate::pack::{ArchiveFile, Problem, archive_files};
-pub use unpacking::Unpacking;
+use crate::chart::name::{self as chart_name, ChartNameError};
+use crate::chart::{ArchiveFile, ChartError, Metadata, Unpacking, archive_files};
 
 /// Why a chart could not be read for its images.
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
     /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
     #[error("{}", shown_at(at, problem))]
-    Package { at: String, problem: Box<Problem> },
+    Package {
+        at: String,
+        problem: Box<ChartError>,
+    },
     #[error("{}: {message}", escaped(file))]
     Yaml { file: String, message: String },
     #[error("{}: no Chart.yaml", escaped(.0))]
@@ -41,7 +40,7 @@ pub enum TreeError {
 }
 
 /// `problem`, after where in the package it is when that is not the package itself.
-fn shown_at(at: &str, problem: &Problem) -> String {
+fn shown_at(at: &str, problem: &ChartError) -> String {
     if at.is_empty() {
         problem.to_string()
     } else {
@@ -49,8 +48,8 @@ fn shown_at(at: &str, problem: &Problem) -> String {
     }
 }
 
-impl From<Problem> for TreeError {
-    fn from(p: Problem) -> Self {
+impl From<ChartError> for TreeError {
+    fn from(p: ChartError) -> Self {
         TreeError::Package {
             at: String::new(),
             problem: Box::new(p),
