@@ -17,6 +17,7 @@ use serde_yaml_ng::Value;
 
 use crate::chart::name::{self as chart_name, ChartNameError};
 use crate::chart::{ArchiveFile, ChartError, Metadata, Unpacking, archive_files};
+use crate::yaml::YamlError;
 
 /// Why a chart could not be read for its images.
 #[derive(Debug, thiserror::Error)]
@@ -27,8 +28,13 @@ pub enum TreeError {
         at: String,
         problem: Box<ChartError>,
     },
-    #[error("{}: {message}", escaped(file))]
-    Yaml { file: String, message: String },
+    #[error("{}: {source}", escaped(file))]
+    Yaml { file: String, source: YamlError },
+    #[error("{}: {source}", escaped(file))]
+    Metadata {
+        file: String,
+        source: serde_yaml_ng::Error,
+    },
     #[error("{}: no Chart.yaml", escaped(.0))]
     NoChartYaml(String),
     #[error("{}: invalid chart name {name:?}: it {reason}", escaped(file))]
@@ -133,15 +139,18 @@ impl ChartTree {
                 .map(|(_, f)| *f)
         };
         let chart_yaml = file("Chart.yaml").ok_or_else(|| TreeError::NoChartYaml(at("")))?;
-        let yaml_error = |name: &str, message: String| TreeError::Yaml {
+        let yaml_error = |name: &str, source| TreeError::Yaml {
             file: at(name),
-            message,
+            source,
         };
-        let metadata: Metadata = unpacking
+        let metadata = unpacking
             .yaml(&chart_yaml.data)
-            .map_err(|e| e.to_string())
-            .and_then(|v| serde_yaml_ng::from_value(v).map_err(|e| e.to_string()))
-            .map_err(|message| yaml_error("Chart.yaml", message))?;
+            .map_err(|e| yaml_error("Chart.yaml", e))?;
+        let metadata: Metadata =
+            serde_yaml_ng::from_value(metadata).map_err(|source| TreeError::Metadata {
+                file: at("Chart.yaml"),
+                source,
+            })?;
         // Subcharts' names are matched against rendered paths and shown in messages.
         chart_name::check_helm(&metadata.name.0).map_err(|reason| TreeError::Name {
             file: at("Chart.yaml"),
@@ -152,7 +161,7 @@ impl ChartTree {
             Some(f) => match unpacking.yaml(&f.data) {
                 Ok(Value::Null) => Value::Mapping(Default::default()),
                 Ok(v) => v,
-                Err(e) => return Err(yaml_error("values.yaml", e.to_string())),
+                Err(e) => return Err(yaml_error("values.yaml", e)),
             },
             None => Value::Mapping(Default::default()),
         };
