@@ -118,6 +118,3 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     }
 }
-
-// fetch prints through these names.
-pub use crate::output::{print_line, warn};
