@@ -2,25 +2,19 @@
 //! `image` and `images`.
 //!
 //! `main` parses arguments, runs one command, and reports how it went: a result line on stdout,
-//! or one [`Error`] on stderr naming the input (exit code 1; 2 for arguments clap refuses).
-//! What the tool prints quotes upstream text (chart names, Helm's messages, paths inside
-//! archives, registries' answers), so every line passes through [`escaped`] on its way out:
-//! the error here, warnings through [`warn`], other lines through [`print_line`] and
-//! [`eprint_line`]; a control or bidirectional formatting character is written out (`\u{1b}`),
-//! never sent to the terminal. (`images --json` escapes in JSON's own way.)
+//! or one [`Error`] on stderr naming the input (exit code 1; 2 for arguments clap refuses),
+//! escaped as every line the tool prints is ([`crate::output`]).
 //! Each command's flags and runner live beside what it runs (`pack::command`,
-//! `fetch::command`, `import::command`, `init`, `compile::command`, `image::command`); this
-//! module only chooses one. Flags are read from the command line; `pack`'s `--config`, `--out`
-//! and `--prefix` also read `CHARTREG_PACK_CONFIG`, `CHARTREG_PACK_OUT` and
+//! `fetch::command`, `import::command`, `init`, `compile::command`, `image::command`,
+//! `chart_images::command`); this module only chooses one.
+//! Flags are read from the command line; `pack`'s `--config`, `--out` and `--prefix` also read `CHARTREG_PACK_CONFIG`, `CHARTREG_PACK_OUT` and
 //! `CHARTREG_PACK_PREFIX`; `build`'s and `image`'s `--kit` and `--cache` read `CHARTREG_KIT`
 //! and `CHARTREG_CACHE`; `image`'s `--out`, `--tag` and `--base` read `CHARTREG_IMAGE_OUT`,
 //! `CHARTREG_IMAGE_TAG` and `CHARTREG_IMAGE_BASE`.
 
 use std::ffi::OsString;
-use std::fmt::Display;
 use std::process::ExitCode;
 
-use chartreg_core::shown::escaped;
 use clap::{Parser, Subcommand};
 
 use crate::chart_images::command::ImagesArgs;
@@ -29,6 +23,7 @@ use crate::fetch::command::FetchArgs;
 use crate::image::command::ImageArgs;
 use crate::import::command::ImportArgs;
 use crate::init::InitArgs;
+use crate::output::eprint_line;
 use crate::pack::command::PackArgs;
 
 /// Why a command failed: one variant per command, the message made in its module, and the
@@ -122,19 +117,4 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             e.exit_code()
         }
     }
-}
-
-/// `line` on stdout, escaped.
-pub fn print_line(line: impl Display) {
-    println!("{}", escaped(&line.to_string()));
-}
-
-/// `line` on stderr, escaped.
-pub fn eprint_line(line: impl Display) {
-    eprintln!("{}", escaped(&line.to_string()));
-}
-
-/// `chartreg-build: warning: WARNING` on stderr, escaped.
-pub fn warn(warning: impl Display) {
-    eprint_line(format_args!("chartreg-build: warning: {warning}"));
 }

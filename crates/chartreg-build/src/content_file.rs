@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 use chartreg_core::oci::{Namespace, NamespaceError};
 use serde::Deserialize;
 
-use crate::pack::{LayoutSpec, LayoutSpecError};
+use crate::layout_spec::{LayoutSpec, LayoutSpecError};
 
 /// Why the content file could not be taken; each names the file.
 #[derive(Debug, thiserror::Error)]

@@ -172,12 +172,12 @@ pub struct InitArgs {
 /// Runs `chartreg-build init` with `args`: writes, then prints what and the next steps.
 pub fn run(args: &InitArgs) -> Result<(), Error> {
     let report = init(&args.dir)?;
-    crate::cli::print_line(format_args!(
+    crate::output::print_line(format_args!(
         "wrote {}: {}",
         report.dir.display(),
         report.written.join(", ")
     ));
-    crate::cli::print_line(next_steps(&args.dir));
+    crate::output::print_line(next_steps(&args.dir));
     Ok(())
 }
 

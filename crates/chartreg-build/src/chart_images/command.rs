@@ -11,9 +11,12 @@ use chartreg_core::shown::{escaped, escaped_json};
 use clap::Args;
 use serde::Serialize;
 
+// `fetch` takes the render flags' options and note from here, as `images` does.
 use super::flags::RenderArgs;
-use super::{ChartInput, Closure, Found, ImageRef, Options, Way};
+pub use super::flags::{note, options};
+use super::{ChartInput, Closure, Found, ImageRef, Way};
 use crate::content_file::ContentFile;
+use crate::pack::closure::chart_input;
 use crate::pack::command::PackArgs;
 use crate::pack::{Input, read_inputs};
 use crate::pin::Pin;
@@ -133,11 +136,8 @@ pub fn chart_inputs(
             Input::Layout(_) => None,
         })
         .map(|chart| {
-            Ok(ChartInput {
-                package: super::package_bytes(&chart)?,
-                values: values.get(chart.chart.name()).cloned().unwrap_or_default(),
-                path: chart.path,
-            })
+            let values = values.get(chart.chart.name()).cloned().unwrap_or_default();
+            Ok(chart_input(&chart, values)?)
         })
         .collect()
 }
@@ -152,31 +152,6 @@ fn way_flag(s: &str) -> Result<Way, &'static str> {
     }
 }
 
-/// The options `render` and `only` make; [`note`] says when no Helm renders.
-pub fn options(render: &RenderArgs, only: &[Way]) -> Result<Options, super::Error> {
-    let ways: BTreeSet<Way> = if only.is_empty() {
-        [Way::Render, Way::Annotation, Way::Values].into()
-    } else {
-        only.iter().copied().collect()
-    };
-    Ok(Options {
-        helm: render.helm()?,
-        ways,
-        static_fallback: render.static_fallback,
-    })
-}
-
-/// A note on stderr when `options` asks to render and there is no Helm to render with.
-pub fn note(options: &Options) {
-    if options.helm.is_none() && options.ways.contains(&Way::Render) {
-        crate::cli::eprint_line(
-            "chartreg-build: note: helm is not on the PATH: images are found statically (from \
-             annotations and values), so a reference a template builds is missed, and images of \
-             parts the values leave disabled are counted; give --helm BIN to render",
-        );
-    }
-}
-
 /// Runs `chartreg-build images`.
 pub fn run(args: &ImagesArgs) -> Result<(), Error> {
     let extra = by_chart(&args.values);
@@ -185,7 +160,7 @@ pub fn run(args: &ImagesArgs) -> Result<(), Error> {
     note(&options);
     let closure = super::find(&charts, &options)?;
     for warning in &closure.warnings {
-        crate::cli::warn(warning);
+        crate::output::warn(warning);
     }
     if args.json {
         println!("{}", json(&closure));
@@ -206,7 +181,7 @@ pub fn run(args: &ImagesArgs) -> Result<(), Error> {
             path: path.clone(),
             source,
         })?;
-        crate::cli::eprint_line(format_args!("chartreg-build: wrote {}", path.display()));
+        crate::output::eprint_line(format_args!("chartreg-build: wrote {}", path.display()));
     }
     Ok(())
 }

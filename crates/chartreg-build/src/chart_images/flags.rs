@@ -1,13 +1,16 @@
 //! The flags of every command that renders charts to find their images (`images`, `pack` with
 //! an `images:` section, `fetch --with-chart-images`): which Helm, the bounds of each render,
-//! and whether a chart Helm cannot render fails the run (the default) or is read statically.
+//! and whether a chart Helm cannot render fails the run (the default) or is read statically;
+//! and the [`Options`] they make ([`options`]), with the [`note`] each of those commands shows
+//! when no Helm renders.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
-use super::{Helm, HelmError, RenderLimits};
+use super::{Helm, HelmError, Options, RenderLimits, Way};
 
 #[derive(Debug, Clone, Args)]
 pub struct RenderArgs {
@@ -56,6 +59,31 @@ impl RenderArgs {
             },
             ..helm
         }))
+    }
+}
+
+/// The options `render` and `only` make; [`note`] says when no Helm renders.
+pub fn options(render: &RenderArgs, only: &[Way]) -> Result<Options, super::Error> {
+    let ways: BTreeSet<Way> = if only.is_empty() {
+        [Way::Render, Way::Annotation, Way::Values].into()
+    } else {
+        only.iter().copied().collect()
+    };
+    Ok(Options {
+        helm: render.helm()?,
+        ways,
+        static_fallback: render.static_fallback,
+    })
+}
+
+/// A note on stderr when `options` asks to render and there is no Helm to render with.
+pub fn note(options: &Options) {
+    if options.helm.is_none() && options.ways.contains(&Way::Render) {
+        crate::output::eprint_line(
+            "chartreg-build: note: helm is not on the PATH: images are found statically (from \
+             annotations and values), so a reference a template builds is missed, and images of \
+             parts the values leave disabled are counted; give --helm BIN to render",
+        );
     }
 }
 

@@ -26,7 +26,7 @@ pub mod tree;
 pub mod values;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_yaml_ng::Value;
@@ -233,19 +233,4 @@ fn find_one(input: &ChartInput, options: &Options, closure: &mut Closure) -> Res
     }
     closure.charts.insert(chart, rendered);
     Ok(())
-}
-
-/// The package bytes of the chart at `path` as pack read it.
-pub fn package_bytes(chart: &crate::pack::ChartPackage) -> Result<Vec<u8>, Error> {
-    match &chart.layer {
-        crate::pack::Layer::File(file) => read(&file.path),
-        crate::pack::Layer::Packaged { data, .. } => Ok(data.clone()),
-    }
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|source| Error::Read {
-        path: path.to_owned(),
-        source,
-    })
 }

@@ -4,32 +4,37 @@
 //! loader finds them.
 //!
 //! A package holds what its authors wrote, which may be hostile: its archive is walked with
-//! `pack`'s checks, the chart and its subcharts are read within one [`Unpacking`] budget
+//! [`crate::chart`]'s checks, the chart and its subcharts are read within one [`Unpacking`] budget
 //! (how deep they nest, how much their packages decompress to, how many values their YAML
 //! holds), and every YAML document is read within [`yaml`]'s bounds. Errors name the file
 //! inside the package, through the packages that hold it (`charts/db.tgz/values.yaml`),
 //! control characters escaped.
-
-pub mod unpacking;
 
 use std::collections::BTreeMap;
 
 use chartreg_core::shown::escaped;
 use serde_yaml_ng::Value;
 
-use crate::pack::chart_name::{self, ChartNameError};
-use crate::pack::metadata::Metadata;
-use crate::pack::{ArchiveFile, Problem, archive_files};
-pub use unpacking::Unpacking;
+use crate::chart::name::{self as chart_name, ChartNameError};
+use crate::chart::{ArchiveFile, ChartError, Metadata, Unpacking, archive_files};
+use crate::yaml::YamlError;
 
 /// Why a chart could not be read for its images.
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
     /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
     #[error("{}", shown_at(at, problem))]
-    Package { at: String, problem: Box<Problem> },
-    #[error("{}: {message}", escaped(file))]
-    Yaml { file: String, message: String },
+    Package {
+        at: String,
+        problem: Box<ChartError>,
+    },
+    #[error("{}: {source}", escaped(file))]
+    Yaml { file: String, source: YamlError },
+    #[error("{}: {source}", escaped(file))]
+    Metadata {
+        file: String,
+        source: serde_yaml_ng::Error,
+    },
     #[error("{}: no Chart.yaml", escaped(.0))]
     NoChartYaml(String),
     #[error("{}: invalid chart name {name:?}: it {reason}", escaped(file))]
@@ -41,7 +46,7 @@ pub enum TreeError {
 }
 
 /// `problem`, after where in the package it is when that is not the package itself.
-fn shown_at(at: &str, problem: &Problem) -> String {
+fn shown_at(at: &str, problem: &ChartError) -> String {
     if at.is_empty() {
         problem.to_string()
     } else {
@@ -49,8 +54,8 @@ fn shown_at(at: &str, problem: &Problem) -> String {
     }
 }
 
-impl From<Problem> for TreeError {
-    fn from(p: Problem) -> Self {
+impl From<ChartError> for TreeError {
+    fn from(p: ChartError) -> Self {
         TreeError::Package {
             at: String::new(),
             problem: Box::new(p),
@@ -134,15 +139,18 @@ impl ChartTree {
                 .map(|(_, f)| *f)
         };
         let chart_yaml = file("Chart.yaml").ok_or_else(|| TreeError::NoChartYaml(at("")))?;
-        let yaml_error = |name: &str, message: String| TreeError::Yaml {
+        let yaml_error = |name: &str, source| TreeError::Yaml {
             file: at(name),
-            message,
+            source,
         };
-        let metadata: Metadata = unpacking
+        let metadata = unpacking
             .yaml(&chart_yaml.data)
-            .map_err(|e| e.to_string())
-            .and_then(|v| serde_yaml_ng::from_value(v).map_err(|e| e.to_string()))
-            .map_err(|message| yaml_error("Chart.yaml", message))?;
+            .map_err(|e| yaml_error("Chart.yaml", e))?;
+        let metadata: Metadata =
+            serde_yaml_ng::from_value(metadata).map_err(|source| TreeError::Metadata {
+                file: at("Chart.yaml"),
+                source,
+            })?;
         // Subcharts' names are matched against rendered paths and shown in messages.
         chart_name::check_helm(&metadata.name.0).map_err(|reason| TreeError::Name {
             file: at("Chart.yaml"),
@@ -153,7 +161,7 @@ impl ChartTree {
             Some(f) => match unpacking.yaml(&f.data) {
                 Ok(Value::Null) => Value::Mapping(Default::default()),
                 Ok(v) => v,
-                Err(e) => return Err(yaml_error("values.yaml", e.to_string())),
+                Err(e) => return Err(yaml_error("values.yaml", e)),
             },
             None => Value::Mapping(Default::default()),
         };

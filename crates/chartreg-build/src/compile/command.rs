@@ -134,7 +134,7 @@ pub fn binaries(
 /// Compiles what `request` asks for (the content already packed) and says what it wrote.
 fn compile(request: &Request) -> Result<(), super::Error> {
     let report = super::compile(request)?;
-    crate::cli::print_line(format_args!(
+    crate::output::print_line(format_args!(
         "wrote {} (server for {}, kit {}, {}; {:.1} s, cache {})",
         report.out.display(),
         request.target.platform(),

@@ -97,7 +97,7 @@ fn closure_of(
 /// cannot take fails the chart: nothing is added for it.
 fn add(asked: &mut Asked, closure: &chart_images::Closure) -> Result<(), Problem> {
     for warning in &closure.warnings {
-        crate::cli::warn(warning);
+        crate::output::warn(warning);
     }
     let mut adding = Vec::new();
     for (image, charts) in closure.needed() {

@@ -208,7 +208,7 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         .map(|v| v.notes())
         .unwrap_or_default();
     for warning in &notes.warnings {
-        crate::cli::warn(warning);
+        crate::output::warn(warning);
     }
     let report = fetched?;
     let lock_state = if options.locked {
@@ -224,12 +224,12 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         report.images,
         options.lock.display()
     );
-    crate::cli::print_line(summary);
+    crate::output::print_line(summary);
     for change in &report.changes {
-        crate::cli::print_line(format_args!("  {}", one_line(change)));
+        crate::output::print_line(format_args!("  {}", one_line(change)));
     }
     for line in &notes.verified {
-        crate::cli::print_line(format_args!("  verified {}", one_line(line)));
+        crate::output::print_line(format_args!("  verified {}", one_line(line)));
     }
     Ok(())
 }

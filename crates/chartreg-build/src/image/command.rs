@@ -325,12 +325,12 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
     let request = args.request(std::env::var_os(EPOCH_VARIABLE))?;
     let report = super::write(&request)?;
     for warning in &report.warnings {
-        crate::cli::warn(warning);
+        crate::output::warn(warning);
     }
     if let Some(path) = &args.tag_file {
         write_tag_file(path, &report.tag)?;
     }
-    crate::cli::print_line(summary(&report, &request.content_digest));
+    crate::output::print_line(summary(&report, &request.content_digest));
     Ok(())
 }
 

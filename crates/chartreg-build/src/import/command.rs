@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{ImportError, Options};
-use crate::cli::print_line;
+use crate::output::print_line;
 
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {

@@ -14,7 +14,7 @@
 //! A bundle is upstream's, so: an entry's name must be a plain relative path (no `..`, not
 //! absolute), and its kind a file or a folder (links, devices, FIFOs and sparse files are
 //! refused by name); blobs are streamed, never held; link files are read to 1 KiB, and
-//! `images.yaml` to 5 MiB, as upstream YAML (`chart_images::tree::yaml`).
+//! `images.yaml` to 5 MiB, as upstream YAML (`crate::yaml`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -10,7 +10,7 @@
 //!    changes nothing) with the checks of `chart::archive`; `.prov` files stay as files;
 //!    entries starting with `_` or `.` are skipped; anything else is refused, as Helm refuses
 //!    it. A subchart is written under `charts/<its chart name>/`. Subcharts, of folders and of
-//!    packages, are read within one budget (`chart_images::tree::unpacking`): at most 10 deep,
+//!    packages, are read within one budget (`chart::unpacking`): at most 10 deep,
 //!    their packages at most 256 MiB decompressed together, their YAML read within bounds.
 //! 3. Dependencies that `Chart.yaml` (or a v1 chart's `requirements.yaml`) lists must be among
 //!    the subcharts, by name; `values.schema.json` must be valid JSON.
@@ -29,9 +29,8 @@ use std::path::{Path, PathBuf};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use super::chart::{self, Chart};
 use super::{PackError, Problem, at, io_at};
-use crate::chart_images::tree::Unpacking;
+use crate::chart::{self, Chart, ChartError, Unpacking};
 use walk::read_folder;
 
 /// A chart's files by path relative to the chart, and its subcharts.
@@ -73,10 +72,7 @@ pub(super) fn package(folder: &Path, links_within: Option<&Path>) -> Result<Pack
     flatten(chart, "", &mut entries);
     let tgz = archive(&entries, mtime).map_err(io_at(folder))?;
     let read = chart::read(&tgz).map_err(|problem| {
-        let file = match &problem {
-            Problem::Yaml(file, _) => *file,
-            _ => "Chart.yaml",
-        };
+        let file = problem.yaml_file().unwrap_or("Chart.yaml");
         at(&folder.join(file))(problem)
     })?;
     Ok(Packaged {
@@ -174,7 +170,7 @@ fn names(
     chart_yaml: &[u8],
     requirements: Option<&Vec<u8>>,
     unpacking: &mut Unpacking,
-) -> Result<(String, Vec<String>), (&'static str, Problem)> {
+) -> Result<(String, Vec<String>), (&'static str, ChartError)> {
     #[derive(serde::Deserialize, Default)]
     struct Named {
         #[serde(default)]
@@ -192,24 +188,25 @@ fn names(
         Some(serde_yaml_ng::Value::Bool(b)) => b.to_string(),
         _ => String::new(),
     };
-    let mut parse = |data: &[u8], file: &'static str| -> Result<Named, (&'static str, Problem)> {
-        let value = unpacking
-            .yaml(data)
-            .map_err(|e| (file, Problem::Yaml(file, e.to_string())))?;
-        if value.is_null() {
-            return Ok(Named::default());
-        }
-        serde_yaml_ng::from_value(value).map_err(|e| (file, Problem::Metadata(e.to_string())))
-    };
+    let mut parse =
+        |data: &[u8], file: &'static str| -> Result<Named, (&'static str, ChartError)> {
+            let value = unpacking
+                .yaml(data)
+                .map_err(|source| (file, ChartError::Yaml { file, source }))?;
+            if value.is_null() {
+                return Ok(Named::default());
+            }
+            serde_yaml_ng::from_value(value).map_err(|e| (file, ChartError::Metadata(e)))
+        };
     let chart = parse(chart_yaml, "Chart.yaml")?;
     let name = text(&chart.name);
     if name.is_empty() {
-        return Err(("Chart.yaml", Problem::MissingField("name")));
+        return Err(("Chart.yaml", ChartError::MissingField("name")));
     }
     // The name is a folder of the package (`<name>/`, `charts/<name>/`).
-    super::chart_name::check_helm(&name).map_err(|reason| {
+    chart::name::check_helm(&name).map_err(|reason| {
         let name = name.clone();
-        ("Chart.yaml", Problem::InvalidChartName { name, reason })
+        ("Chart.yaml", ChartError::InvalidChartName { name, reason })
     })?;
     let mut listed = chart.dependencies.unwrap_or_default();
     if let Some(requirements) = requirements {
@@ -304,7 +301,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let chart = folder(dir.path(), &[("charts/s.tgz", &sub)]);
         let e = package(&chart, None).err().unwrap();
-        assert!(matches!(*e.problem, Problem::SubchartsTooDeep), "{e}");
+        assert!(
+            matches!(*e.problem, Problem::Chart(ChartError::SubchartsTooDeep)),
+            "{e}"
+        );
         let chain: PathBuf = std::iter::repeat_n("charts/s.tgz", 11).collect();
         assert_eq!(e.path, chart.join(chain));
     }

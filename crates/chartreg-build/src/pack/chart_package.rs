@@ -13,8 +13,8 @@ use chartreg_core::oci::layout::{Annotations, Descriptor, ImageManifest};
 use chartreg_core::oci::{Digest, RepositoryName, media_type};
 use chartreg_core::tree::{BlobFile, LayoutBuilder, Tree};
 
-use super::chart::{self, Chart};
-use super::{MAX_DECOMPRESSED, PackError, Problem, at, chart_folder, io_at, provenance};
+use super::{PackError, Problem, at, chart_folder, io_at, provenance};
+use crate::chart::{self, Chart, MAX_DECOMPRESSED};
 
 const PACKAGE_EXT: &str = ".tgz";
 const PROVENANCE_EXT: &str = ".prov";
@@ -241,14 +241,13 @@ pub(super) fn lay_out<'a>(
         let mut layout = LayoutBuilder::new(&repository);
         let mut source = PathBuf::new();
         for (tag, package) in &versions {
-            let manifest =
-                lay_out_version(&mut layout, package).map_err(|e| at(&package.path)(e.into()))?;
+            let manifest = lay_out_version(&mut layout, package).map_err(at(&package.path))?;
             layout.list(manifest, Some(tag));
             source.clone_from(&package.path);
         }
         laid_out.push(ChartRepository {
             repository,
-            tree: layout.finish().map_err(|e| at(&source)(e.into()))?,
+            tree: layout.finish().map_err(at(&source))?,
             versions: versions.len(),
             source,
         });

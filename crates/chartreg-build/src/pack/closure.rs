@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME, blob_path};
 use chartreg_core::tree::{Entry, Tree};
 
-use super::ChartPackage;
+use super::{ChartPackage, Layer};
 use crate::chart_images::{self, ChartInput, Closure, ImageRef, Options};
 use crate::content_file::ClosureCheck;
 
@@ -85,18 +85,33 @@ pub fn find(check: &ImagesCheck, charts: &[&ChartPackage]) -> Result<Closure, Er
     let charts = charts
         .iter()
         .map(|chart| {
-            Ok(ChartInput {
-                path: chart.path.clone(),
-                package: chart_images::package_bytes(chart)?,
-                values: check
-                    .values
-                    .get(chart.chart.name())
-                    .cloned()
-                    .unwrap_or_default(),
-            })
+            let values = check.values.get(chart.chart.name());
+            chart_input(chart, values.cloned().unwrap_or_default())
         })
         .collect::<Result<Vec<_>, chart_images::Error>>()?;
     Ok(chart_images::find(&charts, &check.options)?)
+}
+
+/// `chart` as `chart_images` reads it, with the values files `values`: its package's bytes
+/// (the file read again, or the package made from its folder).
+pub fn chart_input(
+    chart: &ChartPackage,
+    values: Vec<PathBuf>,
+) -> Result<ChartInput, chart_images::Error> {
+    let package = match &chart.layer {
+        Layer::File(file) => {
+            std::fs::read(&file.path).map_err(|source| chart_images::Error::Read {
+                path: file.path.clone(),
+                source,
+            })?
+        }
+        Layer::Packaged { data, .. } => data.clone(),
+    };
+    Ok(ChartInput {
+        path: chart.path.clone(),
+        package,
+        values,
+    })
 }
 
 /// The needed images of `closure` that neither `trees` (by repository name) nor the

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{LayoutSpec, LayoutSpecError, PackError, Report, Request};
-use crate::cli::print_line;
 use crate::content_file::{self, ContentFile};
+use crate::output::print_line;
 
 /// Why `pack` did not run: the content file, the lock it names, or packing itself.
 #[derive(Debug, thiserror::Error)]
@@ -93,7 +93,7 @@ impl PackArgs {
                 verify = Some(crate::verify::Policy::of(path, section)?);
             }
             if let Some(i) = &file.images {
-                let options = crate::chart_images::command::options(&self.render, &[])
+                let options = crate::chart_images::flags::options(&self.render, &[])
                     .map_err(|e| Error::Images(Box::new(e)))?;
                 images = Some(super::closure::ImagesCheck {
                     config: path.clone(),
@@ -146,7 +146,7 @@ impl PackArgs {
 pub fn run(args: &PackArgs) -> Result<(), Error> {
     let request = args.request()?;
     if let Some(images) = &request.images {
-        crate::chart_images::command::note(&images.options);
+        crate::chart_images::flags::note(&images.options);
     }
     if args.check {
         let report = super::check(&request)?;
@@ -183,7 +183,7 @@ pub fn run(args: &PackArgs) -> Result<(), Error> {
 
 fn warn(report: &Report) {
     for warning in &report.warnings {
-        crate::cli::warn(warning);
+        crate::output::warn(warning);
     }
 }
 

@@ -26,7 +26,6 @@
 //! files when the tree is written.
 
 mod files;
-mod spec;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -40,9 +39,9 @@ use chartreg_core::oci::media_type::{ManifestKind, manifest_kind};
 use chartreg_core::tree::{BlobFile, LayoutBuilder, Tree};
 
 use super::{PackError, Problem, at};
+use crate::layout_spec::LayoutSpec;
 use crate::pin::Pin;
 use files::{LayoutFiles, MAX_INDEX, MAX_MARKER};
-pub use spec::{LayoutSpec, LayoutSpecError};
 
 /// How deep indexes may nest below an entry of `index.json` (as the server's loader allows).
 const MAX_NESTING: usize = 8;
@@ -114,10 +113,12 @@ impl ImageLayout {
             taking.list(&entry.descriptor, Some(tag));
             tags += 1;
             if let Some(upstream) = entry.descriptor.annotations.get(UPSTREAM_DIGEST) {
-                upstreams.insert(upstream.parse::<Digest>().map_err(|e| {
-                    at(&index_path)(Problem::Json(format!(
-                        "{tag}'s {UPSTREAM_DIGEST} `{upstream}`: {e}"
-                    )))
+                upstreams.insert(upstream.parse::<Digest>().map_err(|source| {
+                    at(&index_path)(Problem::UpstreamDigest {
+                        tag: tag.to_string(),
+                        upstream: upstream.clone(),
+                        source,
+                    })
                 })?);
             }
         }
@@ -178,10 +179,7 @@ impl ImageLayout {
         let manifests = taking.manifests.len();
         Ok(ImageLayout {
             spec: spec.clone(),
-            tree: taking
-                .layout
-                .finish()
-                .map_err(|e| at(&spec.dir)(e.into()))?,
+            tree: taking.layout.finish().map_err(at(&spec.dir))?,
             tags,
             manifests,
         })
@@ -346,7 +344,7 @@ impl Taking<'_> {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(path: &Path, data: &[u8]) -> Result<T, PackError> {
-    serde_json::from_slice(data).map_err(|e| at(path)(Problem::Json(e.to_string())))
+    serde_json::from_slice(data).map_err(|e| at(path)(Problem::Json(e)))
 }
 
 #[cfg(test)]

@@ -25,9 +25,7 @@
 //! Output depends only on the inputs: `created` comes from the package, never from a clock or
 //! file-system time, and every map is ordered.
 
-mod chart;
 mod chart_folder;
-pub mod chart_name;
 mod chart_package;
 pub mod closure;
 pub mod command;
@@ -35,13 +33,11 @@ mod helmignore;
 mod image_layout;
 pub mod images_file;
 pub mod imported;
-pub mod metadata;
 mod owned;
 mod planned;
 mod problem;
 mod provenance;
 mod verify;
-mod version;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -51,16 +47,23 @@ use chartreg_core::content::CHART_IMAGES_FILE;
 use chartreg_core::oci::{Namespace, RepositoryName};
 use chartreg_core::tree::{self, Outcome, Tree};
 
-pub(crate) use chart::{ArchiveFile, archive_files, gunzip};
-pub use chart::{Chart, MAX_DECOMPRESSED, read as read_chart};
+use crate::chart::Chart;
+
+// What fetch and lock take of chart reading and layout specs through pack.
+pub use crate::chart::{MAX_DECOMPRESSED, name as chart_name};
+pub use crate::layout_spec::{LayoutSpec, LayoutSpecError};
 pub use chart_package::{ChartPackage, Layer};
-pub use image_layout::{ImageLayout, LayoutSpec, LayoutSpecError};
+pub use image_layout::ImageLayout;
 pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record, RecordError};
 pub use problem::{PackError, Problem};
 pub(crate) use problem::{at, io_at};
-pub use version::VersionError;
 
 use planned::{bookkeeping, plan};
+
+/// Reads and checks one chart package ([`crate::chart::read`]), refused as pack refuses it.
+pub fn read_chart(package: &[u8]) -> Result<Chart, Problem> {
+    Ok(crate::chart::read(package)?)
+}
 
 /// What one run packs, and where.
 #[derive(Debug, Clone)]
@@ -272,7 +275,7 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
             expected,
             size,
         } => at(&path)(Problem::NotItsDigest { expected, size }),
-        e => at(out)(Problem::Write(e.to_string())),
+        e => at(out)(Problem::Write(e)),
     };
     let mut report = Report {
         charts: plan.packed.charts,
@@ -317,7 +320,7 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
     let mut stale = Vec::new();
     for (name, (owner, tree)) in &plan.packed.repositories {
         if matches!(owner, Owner::Chart { .. })
-            && !tree::holds(tree, out, name).map_err(|e| at(out)(Problem::Write(e.to_string())))?
+            && !tree::holds(tree, out, name).map_err(|e| at(out)(Problem::Write(e)))?
         {
             stale.push(name.clone());
         }
@@ -328,7 +331,7 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
         }
     }
     for (name, tree) in &plan.restores {
-        if !tree::holds(tree, out, name).map_err(|e| at(out)(Problem::Write(e.to_string())))? {
+        if !tree::holds(tree, out, name).map_err(|e| at(out)(Problem::Write(e)))? {
             stale.push(format!("{name} (imported only now)"));
         }
     }

@@ -5,11 +5,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use chartreg_core::oci::{Digest, NameError, TagError};
+use chartreg_core::oci::{Digest, DigestError, NameError};
 
-use super::MAX_DECOMPRESSED;
-use super::version::VersionError;
-use crate::chart_images::tree::unpacking::{MAX_NESTING, MAX_UNPACKED};
+use crate::chart::{ChartError, MAX_DECOMPRESSED};
 
 /// A problem with one input file.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +21,7 @@ pub struct PackError {
 #[derive(Debug, thiserror::Error)]
 pub enum Problem {
     #[error("{0}")]
-    Io(String),
+    Io(#[source] io::Error),
     #[error("{0}")]
     Imported(#[from] super::imported::Error),
     #[error(transparent)]
@@ -54,7 +52,7 @@ pub enum Problem {
     #[error("verify: {0}")]
     Signatures(crate::verify::LayoutError),
     #[error("not the record pack writes of what verified: {0}")]
-    NotVerification(String),
+    NotVerification(#[source] serde_json::Error),
     #[error(
         "{} verified against another policy (an earlier run's verify:, which this file records); one output folder holds what one policy verified: give every content file packed into it the same verify: section, or pack these again with this one, or remove them from the folder",
         .0.join(", ")
@@ -69,73 +67,8 @@ pub enum Problem {
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]
     OrphanProvenance(String),
-    #[error("not a gzip file (a Helm chart package is a .tgz)")]
-    NotGzip,
-    #[error("corrupt gzip data: {0}")]
-    Gzip(String),
-    #[error("decompresses to more than {} MiB, the most Helm loads", MAX_DECOMPRESSED / 1024 / 1024)]
-    TooLarge,
-    #[error("not a valid tar archive: {0}")]
-    Tar(String),
-    #[error(
-        "no Chart.yaml in the archive's top folder (a chart package holds `<name>/Chart.yaml`)"
-    )]
-    NoChartYaml,
-    #[error("Chart.yaml is at the top of the archive, not inside the chart's folder")]
-    ChartYamlAtTop,
-    // Entries Helm's loader refuses: shown as Rust writes strings, control characters escaped.
-    #[error(
-        "archive entry {0:?} references the parent directory (`..`); Helm refuses a chart that does"
-    )]
-    EntryParent(String),
-    #[error("archive entry {0:?} is an absolute path; Helm refuses a chart that holds one")]
-    EntryAbsolute(String),
-    #[error("archive entry {0:?} names a Windows drive; Helm refuses a chart that holds one")]
-    EntryDrive(String),
-    #[error(
-        "archive entry {0:?} lies outside the chart's folder (a chart package holds `<name>/...`); Helm refuses content outside it"
-    )]
-    EntryOutside(String),
-    #[error(
-        "archive entry {entry:?} is {kind}; a chart package holds only files and folders (`helm package` writes nothing else, and Helm would load it as an empty file)"
-    )]
-    EntryKind { entry: String, kind: String },
-    #[error(
-        "archive entries {first:?} and {entry:?} are both the chart's {inner:?}: Helm loads the last of them, so a package holds each file once"
-    )]
-    EntryTwice {
-        entry: String,
-        first: String,
-        inner: String,
-    },
-    #[error("subcharts nest more than {MAX_NESTING} deep here (charts nest two or three deep)")]
-    SubchartsTooDeep,
-    #[error(
-        "the chart's packages, its own and its subcharts', decompress to more than {} MiB together",
-        MAX_UNPACKED >> 20
-    )]
-    SubchartsTooLarge,
-    #[error("invalid YAML in {0}: {1}")]
-    Yaml(&'static str, String),
-    #[error("invalid chart metadata: {0}")]
-    Metadata(String),
-    #[error("Chart.yaml has no `{0}`")]
-    MissingField(&'static str),
-    #[error("invalid chart name {name:?}: it {reason}")]
-    InvalidChartName {
-        name: String,
-        reason: super::chart_name::ChartNameError,
-    },
-    #[error("chart version `{0}` is not a version Helm accepts: {1}")]
-    Version(String, VersionError),
-    #[error("chart version `{0}` cannot be an OCI tag: {1}")]
-    Tag(String, TagError),
-    #[error("chart type `{0}` must be `application` or `library`")]
-    ChartType(String),
-    #[error("dependency alias `{0}` may only hold letters, digits, `_` and `-`")]
-    DependencyAlias(String),
-    #[error("more than one dependency named or aliased `{0}`")]
-    DuplicateDependency(String),
+    #[error(transparent)]
+    Chart(#[from] ChartError),
     #[error("chart `{chart}` cannot be served as `{repository}`: {error}")]
     RepositoryName {
         chart: String,
@@ -163,7 +96,7 @@ pub enum Problem {
     #[error("the provenance file says the package is {listed}, but it is {actual}")]
     ProvenanceMismatch { listed: String, actual: Digest },
     #[error("cannot write the output: {0}")]
-    Write(String),
+    Write(#[source] chartreg_core::tree::WriteError),
     #[error(
         "its bytes do not have the digest {expected} ({size} bytes) they are packed under (the input is not what it says, or changed while being packed); nothing was written"
     )]
@@ -209,7 +142,16 @@ pub enum Problem {
     #[error("unsupported image layout version `{0}` (expected `1.0.0`)")]
     LayoutVersion(String),
     #[error("invalid JSON: {0}")]
-    Json(String),
+    Json(#[source] serde_json::Error),
+    #[error(
+        "invalid JSON: {tag}'s {} `{upstream}`: {source}",
+        chartreg_core::oci::layout::UPSTREAM_DIGEST
+    )]
+    UpstreamDigest {
+        tag: String,
+        upstream: String,
+        source: DigestError,
+    },
     #[error(
         "names no manifest by tag (`org.opencontainers.image.ref.name`): give one with DIR=REPOSITORY:TAG"
     )]
@@ -273,16 +215,17 @@ pub enum Problem {
     Stale(Vec<String>),
 }
 
-pub(crate) fn at(path: &Path) -> impl Fn(Problem) -> PackError + '_ {
+/// The [`PackError`] of `problem` (pack's own, or a chart's) at `path`.
+pub(crate) fn at<P: Into<Problem>>(path: &Path) -> impl Fn(P) -> PackError + '_ {
     move |problem| PackError {
         path: path.to_owned(),
-        problem: Box::new(problem),
+        problem: Box::new(problem.into()),
     }
 }
 
 pub(crate) fn io_at(path: &Path) -> impl Fn(io::Error) -> PackError + '_ {
     move |e| PackError {
         path: path.to_owned(),
-        problem: Box::new(Problem::Io(e.to_string())),
+        problem: Box::new(Problem::Io(e)),
     }
 }

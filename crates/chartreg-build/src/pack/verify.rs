@@ -152,7 +152,7 @@ pub fn load(out: &Path) -> Result<Option<VerificationFile>, PackError> {
     match fs::read(&path) {
         Ok(data) => serde_json::from_slice(&data)
             .map(Some)
-            .map_err(|e| at(&path)(Problem::NotVerification(e.to_string()))),
+            .map_err(|e| at(&path)(Problem::NotVerification(e))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_at(&path)(e)),
     }

@@ -42,6 +42,7 @@ fn subcharts_are_read_from_folders_and_packages_by_their_values_key() {
 /// The bounds: nesting, decompressed bytes, YAML, many subcharts.
 mod bounds {
     use super::*;
+    use crate::chart::unpacking;
     use crate::samples::{alias_bomb, gzip, tar};
     use rstest::rstest;
     use std::io::Write;

@@ -20,9 +20,9 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::super::MAX_DECOMPRESSED;
 use super::super::helmignore::Rules;
 use super::super::{PackError, Problem, at, io_at};
+use crate::chart::MAX_DECOMPRESSED;
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 

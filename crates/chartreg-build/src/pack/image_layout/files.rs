@@ -102,7 +102,7 @@ impl<'a> LayoutFiles<'a> {
         limit: u64,
     ) -> Result<T, PackError> {
         let data = self.read(path, limit)?;
-        serde_json::from_slice(&data).map_err(|e| at(path)(Problem::Json(e.to_string())))
+        serde_json::from_slice(&data).map_err(|e| at(path)(Problem::Json(e)))
     }
 
     /// The manifest `digest`, which its descriptor says is `size` bytes: refused unread past

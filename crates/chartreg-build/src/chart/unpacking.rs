@@ -10,7 +10,7 @@
 
 use serde_yaml_ng::Value;
 
-use crate::pack::{MAX_DECOMPRESSED, Problem, gunzip};
+use super::{ChartError, MAX_DECOMPRESSED, gunzip};
 use crate::yaml::{self, YamlError};
 
 /// How deep subcharts may nest below the chart read. Charts nest two or three deep (an
@@ -45,14 +45,16 @@ impl Default for Unpacking {
 impl Unpacking {
     /// The tar of `package`, the chart's own or one of a subchart: at most 100 MiB, and no
     /// more than the chart may still decompress.
-    pub fn gunzip(&mut self, package: &[u8]) -> Result<Vec<u8>, Problem> {
+    pub fn gunzip(&mut self, package: &[u8]) -> Result<Vec<u8>, ChartError> {
         let most = self.left.min(MAX_DECOMPRESSED);
         match gunzip(package, most) {
             Ok(tar) => {
                 self.left = self.left.saturating_sub(tar.len() as u64);
                 Ok(tar)
             }
-            Err(Problem::TooLarge) if most < MAX_DECOMPRESSED => Err(Problem::SubchartsTooLarge),
+            Err(ChartError::TooLarge) if most < MAX_DECOMPRESSED => {
+                Err(ChartError::SubchartsTooLarge)
+            }
             Err(e) => Err(e),
         }
     }
@@ -63,9 +65,9 @@ impl Unpacking {
     }
 
     /// Refuses a subchart `depth` levels below the chart read when that is too deep.
-    pub fn nest(depth: usize) -> Result<(), Problem> {
+    pub fn nest(depth: usize) -> Result<(), ChartError> {
         if depth > MAX_NESTING {
-            return Err(Problem::SubchartsTooDeep);
+            return Err(ChartError::SubchartsTooDeep);
         }
         Ok(())
     }
@@ -95,7 +97,7 @@ mod tests {
         // 180 MiB taken: the third would pass 256 MiB, though it is under 100 MiB itself.
         assert!(matches!(
             unpacking.gunzip(&package),
-            Err(Problem::SubchartsTooLarge)
+            Err(ChartError::SubchartsTooLarge)
         ));
     }
 
@@ -104,7 +106,7 @@ mod tests {
         let mut unpacking = Unpacking::default();
         assert!(matches!(
             unpacking.gunzip(&zeros(101 << 20)),
-            Err(Problem::TooLarge)
+            Err(ChartError::TooLarge)
         ));
     }
 
@@ -113,7 +115,7 @@ mod tests {
         Unpacking::nest(MAX_NESTING).unwrap();
         assert!(matches!(
             Unpacking::nest(MAX_NESTING + 1),
-            Err(Problem::SubchartsTooDeep)
+            Err(ChartError::SubchartsTooDeep)
         ));
     }
 }

@@ -1,6 +1,8 @@
 //! `--layout DIR=REPOSITORY[:TAG][@DIGEST]`: which layout folder is served as which
 //! repository, and, when only one image of it is taken, which: by tag, by digest (served as
-//! `digest-sha256-<hex>`), or by digest served under the tag (`crate::pin`).
+//! `digest-sha256-<hex>`), or by digest served under the tag (`crate::pin`). The flag parses
+//! into one, and so do the content file's `layouts:` and the lock's images; `pack` reads the
+//! layout each names.
 
 use std::path::PathBuf;
 use std::str::FromStr;

@@ -1,23 +1,39 @@
-//! Reading a Helm chart package (`.tgz`) the way Helm's loader does, as far as the OCI artifact
-//! depends on it: the chart's metadata and the time its `Chart.yaml` was packaged. The walk
-//! over the package's archive, and what it refuses, is `archive`'s; its YAML is read within
-//! the bounds of `chart_images::tree::yaml`.
+//! A Helm chart package (`.tgz`) read the way Helm's loader reads it: the code that `pack`
+//! (serving charts), `chart_images` (finding their images) and `fetch` (checking what it
+//! downloads) share, below all three.
+//!
+//! 1. [`archive`]: the one walk over a package's archive, refusing what Helm's loader refuses;
+//!    [`Unpacking`] bounds what one chart and its subcharts may decompress and how deep they
+//!    nest ([`unpacking`]).
+//! 2. [`read`]: the package's `Chart.yaml` (and a v1 chart's `requirements.yaml`), read within
+//!    [`crate::yaml`]'s bounds into [`Metadata`] ([`metadata`], normalised as Helm normalises
+//!    it), its name ([`name`]) and version ([`version`]) checked: a [`Chart`], with the time
+//!    its `Chart.yaml` was packaged.
+//!
+//! Every refusal is a [`ChartError`], saying what is wrong inside the package; callers name
+//! the package.
 
 mod archive;
+mod error;
+pub mod metadata;
+pub mod name;
+pub mod unpacking;
+pub mod version;
 
 use std::time::{Duration, SystemTime};
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::Problem;
-use super::metadata::Metadata;
 use crate::yaml;
 use chartreg_core::oci::Tag;
 
 pub use archive::MAX_DECOMPRESSED;
 pub(crate) use archive::{ArchiveFile, archive_files, gunzip};
+pub use error::ChartError;
+pub use metadata::Metadata;
+pub use unpacking::Unpacking;
 
-/// What `pack` needs to know about one package.
+/// What serving one package needs to know of it.
 #[derive(Debug, Clone)]
 pub struct Chart {
     /// Normalised as Helm normalises it before `helm push`.
@@ -39,14 +55,14 @@ impl Chart {
 }
 
 /// Reads and checks one package.
-pub fn read(package: &[u8]) -> Result<Chart, Problem> {
+pub fn read(package: &[u8]) -> Result<Chart, ChartError> {
     let tar = gunzip(package, MAX_DECOMPRESSED)?;
     let files = archive_files(&tar, |inner| {
         inner == "Chart.yaml" || inner == "requirements.yaml"
     })?;
     let file = |name: &str| files.iter().find(|f| f.inner == name);
     let Some(chart_yaml) = file("Chart.yaml") else {
-        return Err(Problem::NoChartYaml);
+        return Err(ChartError::NoChartYaml);
     };
 
     // Helm decodes Chart.yaml, then requirements.yaml, into one value: the latter's top-level
@@ -62,8 +78,8 @@ pub fn read(package: &[u8]) -> Result<Chart, Problem> {
             &mut budget,
         )?;
     }
-    let mut metadata: Metadata = serde_yaml_ng::from_value(Value::Mapping(merged))
-        .map_err(|e| Problem::Metadata(e.to_string()))?;
+    let mut metadata: Metadata =
+        serde_yaml_ng::from_value(Value::Mapping(merged)).map_err(ChartError::Metadata)?;
     metadata.normalise();
 
     let tag = validate(&metadata)?;
@@ -80,39 +96,39 @@ fn overlay(
     data: &[u8],
     file: &'static str,
     budget: &mut yaml::Budget,
-) -> Result<(), Problem> {
-    let value = yaml::value(data, budget).map_err(|e| Problem::Yaml(file, e.to_string()))?;
+) -> Result<(), ChartError> {
+    let value = yaml::value(data, budget).map_err(|source| ChartError::Yaml { file, source })?;
     match value {
         Value::Null => Ok(()),
         Value::Mapping(map) => {
             merged.extend(map);
             Ok(())
         }
-        _ => Err(Problem::Yaml(file, "the document is not a mapping".into())),
+        _ => Err(ChartError::NotMapping(file)),
     }
 }
 
 /// Refuses what Helm refuses, and what cannot become an OCI tag.
-fn validate(m: &Metadata) -> Result<Tag, Problem> {
+fn validate(m: &Metadata) -> Result<Tag, ChartError> {
     let name = m.name.0.as_str();
     if name.is_empty() {
-        return Err(Problem::MissingField("name"));
+        return Err(ChartError::MissingField("name"));
     }
-    super::chart_name::check(name).map_err(|reason| Problem::InvalidChartName {
+    name::check(name).map_err(|reason| ChartError::InvalidChartName {
         name: name.to_owned(),
         reason,
     })?;
     let version = m.version.0.as_str();
     if version.is_empty() {
-        return Err(Problem::MissingField("version"));
+        return Err(ChartError::MissingField("version"));
     }
-    super::version::check(version).map_err(|e| Problem::Version(version.to_owned(), e))?;
+    version::check(version).map_err(|e| ChartError::Version(version.to_owned(), e))?;
     let tag = version.replace('+', "_");
     let tag: Tag = tag
         .parse()
-        .map_err(|e| Problem::Tag(version.to_owned(), e))?;
+        .map_err(|e| ChartError::Tag(version.to_owned(), e))?;
     if !matches!(m.chart_type.0.as_str(), "" | "application" | "library") {
-        return Err(Problem::ChartType(m.chart_type.0.clone()));
+        return Err(ChartError::ChartType(m.chart_type.0.clone()));
     }
     let mut seen = std::collections::HashSet::new();
     for d in &m.dependencies {
@@ -122,11 +138,11 @@ fn validate(m: &Metadata) -> Result<Tag, Problem> {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         {
-            return Err(Problem::DependencyAlias(alias.to_owned()));
+            return Err(ChartError::DependencyAlias(alias.to_owned()));
         }
         let key = if alias.is_empty() { &d.name.0 } else { alias };
         if !seen.insert(key.to_owned()) {
-            return Err(Problem::DuplicateDependency(key.to_owned()));
+            return Err(ChartError::DuplicateDependency(key.to_owned()));
         }
     }
     Ok(tag)

@@ -22,9 +22,9 @@ use std::io::Read;
 
 use flate2::read::MultiGzDecoder;
 
-use crate::pack::Problem;
+use super::ChartError;
 
-/// Helm refuses to load charts that decompress to more than this; so does `pack`.
+/// Helm refuses to load charts that decompress to more than this; so does chartreg.
 pub const MAX_DECOMPRESSED: u64 = 100 * 1024 * 1024;
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -41,18 +41,18 @@ pub(crate) struct ArchiveFile {
 }
 
 /// The tar inside `package`, refused when it decompresses to more than `most` bytes
-/// ([`Problem::TooLarge`]; the caller says which bound that was).
-pub(crate) fn gunzip(package: &[u8], most: u64) -> Result<Vec<u8>, Problem> {
+/// ([`ChartError::TooLarge`]; the caller says which bound that was).
+pub(crate) fn gunzip(package: &[u8], most: u64) -> Result<Vec<u8>, ChartError> {
     if !package.starts_with(&[0x1f, 0x8b]) {
-        return Err(Problem::NotGzip);
+        return Err(ChartError::NotGzip);
     }
     let mut tar = Vec::new();
     MultiGzDecoder::new(package)
         .take(most.saturating_add(1))
         .read_to_end(&mut tar)
-        .map_err(|e| Problem::Gzip(e.to_string()))?;
+        .map_err(ChartError::Gzip)?;
     if tar.len() as u64 > most {
-        return Err(Problem::TooLarge);
+        return Err(ChartError::TooLarge);
     }
     Ok(tar)
 }
@@ -64,14 +64,14 @@ fn drive(part: &str) -> bool {
 
 /// The path under the top folder of the archive entry `path` (see the module doc), or why the
 /// entry is refused.
-fn inner_path(path: &str) -> Result<String, Problem> {
+fn inner_path(path: &str) -> Result<String, ChartError> {
     let entry = || path.to_owned();
     let delimiter = if path.contains('\\') { '\\' } else { '/' };
     if path.starts_with(['/', '\\']) || path.split(delimiter).any(|p| p.starts_with('/')) {
-        return Err(Problem::EntryAbsolute(entry()));
+        return Err(ChartError::EntryAbsolute(entry()));
     }
     if drive(path) {
-        return Err(Problem::EntryDrive(entry()));
+        return Err(ChartError::EntryDrive(entry()));
     }
     let mut parts = path.split(delimiter).filter(|p| !p.is_empty() && *p != ".");
     let top = parts.next().unwrap_or_default();
@@ -84,14 +84,14 @@ fn inner_path(path: &str) -> Result<String, Problem> {
         .chain(rest.iter().copied())
         .any(|p| p == "..")
     {
-        return Err(Problem::EntryParent(entry()));
+        return Err(ChartError::EntryParent(entry()));
     }
     let inner = rest.join("/");
     match rest.as_slice() {
-        [] if top == "Chart.yaml" => Err(Problem::ChartYamlAtTop),
-        [] => Err(Problem::EntryOutside(entry())),
-        _ if inner.starts_with("..") => Err(Problem::EntryParent(entry())),
-        [first, _, ..] if first.len() == 2 && drive(first) => Err(Problem::EntryDrive(entry())),
+        [] if top == "Chart.yaml" => Err(ChartError::ChartYamlAtTop),
+        [] => Err(ChartError::EntryOutside(entry())),
+        _ if inner.starts_with("..") => Err(ChartError::EntryParent(entry())),
+        [first, _, ..] if first.len() == 2 && drive(first) => Err(ChartError::EntryDrive(entry())),
         _ => Ok(inner),
     }
 }
@@ -119,8 +119,8 @@ fn refused_kind(entry: &tar::Entry<'_, &[u8]>) -> String {
 
 /// Whether a regular entry is a sparse file in pax form (GNU tar's `GNU.sparse.*` keys), whose
 /// bytes are a map of holes that Go's reader expands and the tar crate does not.
-fn pax_sparse(entry: &mut tar::Entry<'_, &[u8]>) -> Result<bool, Problem> {
-    let not_tar = |e: std::io::Error| Problem::Tar(e.to_string());
+fn pax_sparse(entry: &mut tar::Entry<'_, &[u8]>) -> Result<bool, ChartError> {
+    let not_tar = ChartError::Tar;
     let Some(extensions) = entry.pax_extensions().map_err(not_tar)? else {
         return Ok(false);
     };
@@ -143,8 +143,8 @@ fn pax_sparse(entry: &mut tar::Entry<'_, &[u8]>) -> Result<bool, Problem> {
 pub(crate) fn archive_files(
     tar: &[u8],
     wanted: impl Fn(&str) -> bool,
-) -> Result<Vec<ArchiveFile>, Problem> {
-    let not_tar = |e: std::io::Error| Problem::Tar(e.to_string());
+) -> Result<Vec<ArchiveFile>, ChartError> {
+    let not_tar = ChartError::Tar;
     let mut archive = tar::Archive::new(tar);
     let mut files = Vec::new();
     // Each path under the top folder, with the entry it came from.
@@ -165,20 +165,20 @@ pub(crate) fn archive_files(
             continue;
         }
         if !kind.is_file() {
-            return Err(Problem::EntryKind {
+            return Err(ChartError::EntryKind {
                 entry: name,
                 kind: refused_kind(&entry),
             });
         }
         if pax_sparse(&mut entry)? {
-            return Err(Problem::EntryKind {
+            return Err(ChartError::EntryKind {
                 entry: name,
                 kind: "a sparse file".to_owned(),
             });
         }
         let inner = inner_path(&name)?;
         if let Some(first) = seen.insert(inner.clone(), name.clone()) {
-            return Err(Problem::EntryTwice {
+            return Err(ChartError::EntryTwice {
                 entry: name,
                 first,
                 inner,
@@ -196,7 +196,7 @@ pub(crate) fn archive_files(
         files.push(ArchiveFile { inner, data, mtime });
     }
     if entries == 0 {
-        return Err(Problem::Tar("the archive holds no files".into()));
+        return Err(ChartError::EmptyArchive);
     }
     Ok(files)
 }
@@ -224,7 +224,7 @@ mod tests {
     #[case::after_a_dot("./Chart.yaml")]
     #[case::after_a_dot_with_backslashes(".\\Chart.yaml")]
     fn a_chart_yaml_at_the_top_is_refused(#[case] path: &str) {
-        assert!(matches!(inner_path(path), Err(Problem::ChartYamlAtTop)));
+        assert!(matches!(inner_path(path), Err(ChartError::ChartYamlAtTop)));
     }
 
     #[rstest]
@@ -343,7 +343,7 @@ mod tests {
         let tar = tar_of(&[]);
         assert!(matches!(
             archive_files(&tar, |_| true),
-            Err(Problem::Tar(_))
+            Err(ChartError::EmptyArchive)
         ));
     }
 
@@ -364,7 +364,7 @@ mod tests {
     fn gunzip_stops_past_its_bound() {
         let package = gzip(&[0; 4096]);
         assert_eq!(gunzip(&package, 4096).unwrap().len(), 4096);
-        assert!(matches!(gunzip(&package, 4095), Err(Problem::TooLarge)));
-        assert!(matches!(gunzip(b"PK", 10), Err(Problem::NotGzip)));
+        assert!(matches!(gunzip(&package, 4095), Err(ChartError::TooLarge)));
+        assert!(matches!(gunzip(b"PK", 10), Err(ChartError::NotGzip)));
     }
 }
