@@ -26,7 +26,7 @@ pub enum Error {
 /// into a server holding nothing yet), every other key shown commented.
 pub const CONTENT_YAML: &str = "\
 # What chartreg-build packs into the server (paths are relative to this file).
-# chartreg's README, section \"Getting charts and images in\", describes every key.
+# chartreg's guide docs/content.md, \"Getting charts and images in\", describes every key.
 
 charts:
   # Repositories are served as oci://HOST/<prefix>/<chart name>.

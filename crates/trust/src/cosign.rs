@@ -50,13 +50,13 @@ pub enum KeyError {
     #[error("{} is not a PEM public key (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair` writes cosign.pub): {source}", path.display())]
     NotPem {
         path: PathBuf,
-        source: sigstore_verify::types::Error,
+        source: Box<sigstore_verify::types::Error>,
     },
     /// A PEM public key of a kind or curve no verifier takes.
     #[error("{} is not a PEM public key (`-----BEGIN PUBLIC KEY-----`, as `cosign generate-key-pair` writes cosign.pub): {source}", path.display())]
     Unusable {
         path: PathBuf,
-        source: sigstore_verify::crypto::Error,
+        source: Box<sigstore_verify::crypto::Error>,
     },
 }
 
@@ -77,11 +77,11 @@ impl CosignKey {
     pub fn from_pem(path: &Path, text: &str) -> Result<CosignKey, KeyError> {
         let der = DerPublicKey::from_pem(text).map_err(|source| KeyError::NotPem {
             path: path.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
         VerificationKey::from_spki(&der).map_err(|source| KeyError::Unusable {
             path: path.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
         Ok(CosignKey {
             path: path.to_owned(),

@@ -26,12 +26,12 @@ pub enum KeyringError {
     #[error("{}: not an OpenPGP keyring: {source}", path.display())]
     Unreadable {
         path: PathBuf,
-        source: pgp::errors::Error,
+        source: Box<pgp::errors::Error>,
     },
     #[error("{}: not an OpenPGP keyring: a key's self-signature: {source}", path.display())]
     SelfSignature {
         path: PathBuf,
-        source: pgp::errors::Error,
+        source: Box<pgp::errors::Error>,
     },
     #[error("{}: holds no public key", path.display())]
     Empty { path: PathBuf },
@@ -66,7 +66,7 @@ impl Keyring {
         }
         let unreadable = |source| KeyringError::Unreadable {
             path: path.to_owned(),
-            source,
+            source: Box::new(source),
         };
         let (keys, _) = SignedPublicKey::from_reader_many(&data[..]).map_err(unreadable)?;
         let keys = keys
@@ -75,7 +75,7 @@ impl Keyring {
                 k.verify_bindings()
                     .map_err(|source| KeyringError::SelfSignature {
                         path: path.to_owned(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 Ok(k)
             })

@@ -35,13 +35,13 @@ pub enum RootError {
     #[error("cannot use the trusted root {}: {source}", path.display())]
     Unusable {
         path: PathBuf,
-        source: sigstore_verify::Error,
+        source: Box<sigstore_verify::Error>,
     },
     /// The empty root (a constant) is refused: this sigstore-verify reads roots otherwise.
     #[error("cannot make a verifier: {0}")]
     EmptyNotRoot(#[source] sigstore_verify::trust_root::Error),
     #[error("cannot make a verifier: {0}")]
-    EmptyUnusable(#[source] sigstore_verify::Error),
+    EmptyUnusable(#[source] Box<sigstore_verify::Error>),
 }
 
 /// The trusted root file `path`: its JSON and a verifier over it.
@@ -67,7 +67,7 @@ pub fn root_verifier(path: &Path, json: &str) -> Result<Arc<Verifier>, RootError
         .map(Arc::new)
         .map_err(|source| RootError::Unusable {
             path: path.to_owned(),
-            source,
+            source: Box::new(source),
         })
 }
 
@@ -77,5 +77,5 @@ pub fn empty_verifier() -> Result<Arc<Verifier>, RootError> {
     let root = TrustedRoot::from_json(EMPTY_ROOT).map_err(RootError::EmptyNotRoot)?;
     Verifier::new(&root)
         .map(Arc::new)
-        .map_err(RootError::EmptyUnusable)
+        .map_err(|source| RootError::EmptyUnusable(Box::new(source)))
 }

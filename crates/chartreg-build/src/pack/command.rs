@@ -43,7 +43,7 @@ pub struct PackArgs {
     /// to take one tag (repeatable).
     #[arg(long = "layout", value_name = "DIR=REPOSITORY[:TAG]", value_parser = layout_spec)]
     pub layouts: Vec<LayoutSpec>,
-    /// A content file listing the inputs (see the README); paths in it are relative to it.
+    /// A content file listing the inputs (see docs/content.md); paths in it are relative to it.
     #[arg(long, env = "CHARTREG_PACK_CONFIG")]
     pub config: Option<PathBuf>,
     /// Folder to write into: one folder per repository, and the record of what pack wrote.
