@@ -29,15 +29,17 @@ use chartreg_core::oci::media_type;
 
 use super::helm_repo::{self, Index, Repository};
 use super::lists::{ChartRepository, ChartSource, ChartsFile, ImagesFile};
-use super::transport::{Bounded, Partial, Transport, existing_sha256, quoted, sha256_of_hex};
+use super::problem::{Document, UrlOf};
+use super::transport::{Bounded, Partial, Transport, existing_sha256, sha256_of_hex};
 use super::{LockedChart, Options, Problem, oci, versions};
 
 /// A classic repository, set up from its entry in the charts file.
 pub fn repository(config: &ChartRepository, transport: &Transport) -> Result<Repository, Problem> {
-    let url = config
-        .repo_url
-        .parse()
-        .map_err(|e| Problem::Invalid(format!("repoURL `{}`: {e}", config.repo_url)))?;
+    let url = config.repo_url.parse().map_err(|source| Problem::BadUrl {
+        of: UrlOf::Repository,
+        url: config.repo_url.clone(),
+        source,
+    })?;
     Ok(Repository {
         url,
         client: transport.http_client(config.tls_verify)?,
@@ -308,10 +310,7 @@ async fn fetch_from_repository(
             version: entry.version.clone(),
         });
     }
-    let url = entry
-        .urls
-        .first()
-        .ok_or_else(|| Problem::Invalid("the index lists no URL for it".into()))?;
+    let url = entry.urls.first().ok_or(Problem::NoUrlListed)?;
     let url = repo.resolve(url)?;
     let listed = entry.digest.as_deref().and_then(sha256_of_hex);
     // Locked: the bytes must be the lock's; an index listing others was re-pushed.
@@ -413,10 +412,9 @@ async fn fetch_from_oci_repository(
     pinned: Option<&LockedChart>,
 ) -> Result<Pending, Problem> {
     let Some((host, path)) = config.oci() else {
-        return Err(Problem::Invalid(format!(
-            "repoURL `{}` is not oci://",
-            config.repo_url
-        )));
+        return Err(Problem::NotOci {
+            repo_url: config.repo_url.clone(),
+        });
     };
     check_name(chart)?;
     let registry = oci::Registry::new(
@@ -481,16 +479,17 @@ async fn fetch_oci(
         other => other?,
     };
     let manifest: ImageManifest = serde_json::from_slice(&data)
-        .map_err(|e| Problem::Invalid(format!("manifest {digest}: {}", quoted(&e.to_string()))))?;
+        .map_err(|e| Problem::not_json(Document::Manifest(digest.clone()), e))?;
     if manifest.config.media_type != media_type::HELM_CONFIG {
-        return Err(Problem::Invalid(format!(
-            "{digest} is not a Helm chart (its config is {})",
-            quoted(&manifest.config.media_type)
-        )));
+        return Err(Problem::NotHelmChart {
+            digest,
+            config: manifest.config.media_type,
+        });
     }
     let layer = |kind: &str| manifest.layers.iter().find(|l| l.media_type == kind);
-    let chart_layer = layer(media_type::HELM_CHART)
-        .ok_or_else(|| Problem::Invalid(format!("{digest} has no chart layer")))?;
+    let chart_layer = layer(media_type::HELM_CHART).ok_or_else(|| Problem::NoChartLayer {
+        digest: digest.clone(),
+    })?;
     if let Some(pinned) = pinned
         && pinned.sha256 != chart_layer.digest.encoded()
     {
@@ -575,9 +574,11 @@ async fn fetch_url(
         .and_then(|p| p.provenance_sha256.as_deref())
         .and_then(sha256_of_hex);
     let prov = if url.starts_with("http://") || url.starts_with("https://") {
-        let parsed: reqwest::Url = url
-            .parse()
-            .map_err(|e| Problem::Invalid(format!("`{url}`: {e}")))?;
+        let parsed: reqwest::Url = url.parse().map_err(|source| Problem::BadUrl {
+            of: UrlOf::Package,
+            url: url.to_owned(),
+            source,
+        })?;
         let repo = Repository {
             url: parsed.clone(),
             client: options.transport.http_client(true)?,
@@ -586,11 +587,16 @@ async fn fetch_url(
         };
         repo.download(&parsed, &staged, Bounded::Package, want)
             .await?;
-        let prov_url: reqwest::Url = match format!("{url}.prov").parse() {
+        let prov_text = format!("{url}.prov");
+        let prov_url: reqwest::Url = match prov_text.parse() {
             Ok(prov_url) => prov_url,
-            Err(e) => {
+            Err(source) => {
                 let _ = std::fs::remove_file(&staged);
-                return Err(Problem::Invalid(format!("`{url}.prov`: {e}")));
+                return Err(Problem::BadUrl {
+                    of: UrlOf::Package,
+                    url: prov_text,
+                    source,
+                });
             }
         };
         match repo
@@ -628,13 +634,10 @@ async fn fetch_url(
         }
     };
     arrival.prov = prov.map(|_| staged_prov);
-    let sha256 = existing_sha256(&arrival.package).ok_or_else(|| {
-        Problem::Io(format!(
-            "{}: cannot be read back",
-            arrival.package.display()
-        ))
-    });
-    let sha256 = hex(arrival.or_discard(sha256)?);
+    let sha256 = chartreg_core::tree::BlobFile::hash(&arrival.package)
+        .map(|read| read.digest.encoded().to_owned())
+        .map_err(|source| Problem::file(&arrival.package, source));
+    let sha256 = arrival.or_discard(sha256)?;
     let verified = arrival.verify(options, &name, &version, &sha256, pinned)?;
     Ok(Pending {
         locked: LockedChart {

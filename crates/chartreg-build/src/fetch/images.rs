@@ -35,6 +35,7 @@ use chartreg_core::oci::{Digest, media_type};
 
 use super::Problem;
 use super::oci::Registry;
+use super::problem::Document;
 use super::staging::{Filling, Staging, write_layout};
 use super::verify::Verifier;
 use crate::pin::Pin;
@@ -213,12 +214,8 @@ async fn take_pin(
         && pin.digest().is_none()
         && media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index)
     {
-        let mut index: ImageIndex = serde_json::from_slice(&data).map_err(|e| {
-            Problem::Invalid(format!(
-                "index {digest}: {}",
-                super::transport::quoted(&e.to_string())
-            ))
-        })?;
+        let mut index: ImageIndex = serde_json::from_slice(&data)
+            .map_err(|e| Problem::not_json(Document::Index(digest.clone()), e))?;
         let before = index.manifests.len();
         index
             .manifests
@@ -249,13 +246,7 @@ async fn take_pin(
     }
     let platforms = filling.take(&data, &digest, 0).await?;
     let descriptor_of = |kind: &str, digest: &str, size: usize| -> Result<Descriptor, Problem> {
-        Ok(Descriptor::new(
-            kind,
-            digest
-                .parse()
-                .map_err(|e| Problem::Invalid(format!("{digest}: {e}")))?,
-            size as u64,
-        ))
+        Ok(Descriptor::new(kind, Problem::digest(digest)?, size as u64))
     };
     let mut descriptor = descriptor_of(&kind, &digest, data.len())?;
     descriptor

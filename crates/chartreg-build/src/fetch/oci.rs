@@ -10,7 +10,7 @@
 //! in an error is quoted, bounded (`transport::quoted`).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chartreg_core::oci::Digest;
 use chartreg_core::oci::layout::{Descriptor, ImageIndex};
@@ -21,6 +21,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use serde::Deserialize;
 
+use super::problem::{Document, UrlOf};
 use super::transport::{
     Bounded, Partial, Transport, classify_http, error_body, error_chain, quoted, read_bounded,
     status_failure, with_retries,
@@ -141,8 +142,10 @@ impl Registry {
         } else {
             format!("{}/{repository}:{tag_or_digest}", self.host)
         };
-        text.parse()
-            .map_err(|e| Problem::Invalid(format!("`{text}` is not a reference: {e}")))
+        text.parse().map_err(|e| Problem::BadReference {
+            reference: text.clone(),
+            source: Arc::new(e),
+        })
     }
 
     /// `/v2/<repository>/<path>` on the registry `reference` is in.
@@ -153,8 +156,11 @@ impl Registry {
             reference.resolve_registry(),
             reference.repository()
         );
-        text.parse()
-            .map_err(|e| Problem::Invalid(format!("`{text}` is not a URL: {e}")))
+        text.parse().map_err(|source| Problem::BadUrl {
+            of: UrlOf::Registry,
+            url: text.clone(),
+            source,
+        })
     }
 
     /// What requests for `reference`'s repository carry: negotiated once (oci-client answers
@@ -178,7 +184,7 @@ impl Registry {
             .client
             .auth(reference, &self.auth, RegistryOperation::Pull)
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(classify)?;
         let authorization = match (token, &self.auth) {
             (Some(token), _) => Authorization::Bearer(token),
             (None, RegistryAuth::Basic(user, password)) => {
@@ -211,7 +217,7 @@ impl Registry {
                     .header(reqwest::header::ACCEPT, accept)
                     .send()
                     .await
-                    .map_err(|e| classify_http(&e))?;
+                    .map_err(classify_http)?;
                 let status = response.status().as_u16();
                 if status == 401 && !renew {
                     // The token may have expired: negotiated again, once.
@@ -292,9 +298,8 @@ impl Registry {
                 }
             }
             let (data, _) = self.document(&reference, &url, "application/json").await?;
-            let page: TagList = serde_json::from_slice(&data).map_err(|e| {
-                Problem::Invalid(format!("{url}: not a tag list: {}", quoted(&e.to_string())))
-            })?;
+            let page: TagList = serde_json::from_slice(&data)
+                .map_err(|e| Problem::not_json(Document::TagList(url.to_string()), e))?;
             let before = tags.len();
             // What is no tag (an attacker's megabyte of text) is not one of them.
             tags.extend(
@@ -335,8 +340,10 @@ impl Registry {
     ) -> Result<u64, Problem> {
         let digest = layer.digest.as_str();
         let reference = self.reference(repository, digest)?;
-        let expected = super::transport::sha256_of_hex(digest)
-            .ok_or_else(|| Problem::Invalid(format!("`{digest}` is not a sha256 digest")))?;
+        let expected =
+            super::transport::sha256_of_hex(digest).ok_or_else(|| Problem::NotSha256 {
+                digest: digest.to_owned(),
+            })?;
         let bound = Bounded::Blob(layer.size);
         let (size, _) = with_retries(|| async {
             self.client
@@ -346,7 +353,7 @@ impl Registry {
                 .client
                 .pull_blob_stream(&reference, digest)
                 .await
-                .map_err(|e| classify(&e))?;
+                .map_err(classify)?;
             if sized.content_length.is_some_and(|l| l > bound.bytes()) {
                 return Err(Failure::Final(Problem::TooLarge {
                     from: digest.to_owned(),
@@ -356,8 +363,7 @@ impl Registry {
             let mut stream = sized.stream;
             let mut partial = Partial::create(target, bound, digest).map_err(Failure::Final)?;
             while let Some(chunk) = stream.next().await {
-                let chunk = chunk
-                    .map_err(|e| Failure::Transient(Problem::Network(quoted(&e.to_string()))))?;
+                let chunk = chunk.map_err(|e| Failure::Transient(Problem::network(e)))?;
                 partial.write(&chunk).map_err(Failure::Final)?;
             }
             partial.finish(Some(expected)).map_err(Failure::Final)
@@ -390,12 +396,8 @@ impl Registry {
             }
             Err(other) => return Err(other),
         };
-        let index: ImageIndex = serde_json::from_slice(&data).map_err(|e| {
-            Problem::Invalid(format!(
-                "the referrers of {digest}: not an index: {}",
-                quoted(&e.to_string())
-            ))
-        })?;
+        let index: ImageIndex = serde_json::from_slice(&data)
+            .map_err(|e| Problem::not_json(Document::Referrers(digest.to_owned()), e))?;
         Ok(index
             .manifests
             .into_iter()
@@ -406,42 +408,45 @@ impl Registry {
 
 /// What an oci-client error is: transient or final, and which problem; what the registry said
 /// quoted, bounded.
-fn classify(e: &OciDistributionError) -> Failure {
+fn classify(e: OciDistributionError) -> Failure {
     match e {
         OciDistributionError::ImageManifestNotFoundError(_) => Failure::Final(Problem::NotFound),
         OciDistributionError::AuthenticationFailure(m) => {
-            Failure::Final(Problem::AuthRefusedBecause(quoted(m)))
+            Failure::Final(Problem::AuthRefusedBecause(quoted(&m)))
         }
         OciDistributionError::UnauthorizedError { .. } => Failure::Final(Problem::AuthRefused(401)),
-        OciDistributionError::RegistryError { envelope, .. } => {
+        OciDistributionError::RegistryError { ref envelope, .. } => {
             let codes: Vec<String> = envelope
                 .errors
                 .iter()
                 .map(|e| format!("{:?}", e.code))
                 .collect();
-            let text = quoted(&codes.join(", "));
-            if text.contains("Unknown") || text.contains("UNKNOWN") {
+            let codes = quoted(&codes.join(", "));
+            if codes.contains("Unknown") || codes.contains("UNKNOWN") {
                 Failure::Final(Problem::NotFound)
-            } else if text.contains("Denied") || text.contains("Unauthorized") {
+            } else if codes.contains("Denied") || codes.contains("Unauthorized") {
                 Failure::Final(Problem::AuthRefused(403))
             } else {
-                Failure::Final(Problem::Invalid(format!("the registry answered {text}")))
+                Failure::Final(Problem::Registry {
+                    codes,
+                    source: Arc::new(e),
+                })
             }
         }
         OciDistributionError::ServerError { code, message, .. } => {
-            status_failure(*code, quoted(message))
+            status_failure(code, quoted(&message))
         }
         OciDistributionError::RequestError(e) => classify_http(e),
-        OciDistributionError::DigestError(e) => Failure::Final(Problem::DigestMismatch {
-            expected: "the digest asked for".into(),
-            actual: quoted(&e.to_string()),
+        OciDistributionError::DigestError(e) => Failure::Final(Problem::OciDigest {
+            source: Arc::new(e),
         }),
         other => {
-            let text = quoted(&error_chain(other));
-            if text.contains("certificate") {
-                Failure::Final(Problem::Tls(text))
+            if error_chain(&other).contains("certificate") {
+                Failure::Final(Problem::tls(other))
             } else {
-                Failure::Final(Problem::Invalid(text))
+                Failure::Final(Problem::Oci {
+                    source: Arc::new(other),
+                })
             }
         }
     }
@@ -454,7 +459,7 @@ mod tests {
     #[test]
     fn what_a_registry_says_in_an_error_is_quoted_bounded() {
         let long = format!("{}\nforged line", "x".repeat(10_000));
-        let e = classify(&OciDistributionError::ServerError {
+        let e = classify(OciDistributionError::ServerError {
             code: 400,
             url: "http://r.test/v2/".into(),
             message: long.clone(),
@@ -466,7 +471,7 @@ mod tests {
         assert!(text.len() < 600, "{} characters", text.len());
         assert!(text.ends_with(" [...]"), "{text}");
         assert!(!text.contains('\n'), "{text}");
-        let e = classify(&OciDistributionError::AuthenticationFailure(long));
+        let e = classify(OciDistributionError::AuthenticationFailure(long));
         let Failure::Final(problem) = e else {
             panic!("final")
         };

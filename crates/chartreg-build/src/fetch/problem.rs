@@ -9,8 +9,66 @@ use std::sync::Arc;
 
 use chartreg_core::shown::escaped;
 
-use super::transport::Bounded;
+use super::transport::{Bounded, error_chain, quoted};
 use super::{lists, versions};
+
+/// The cause of a TLS or network failure: a `reqwest` error, an oci-client one, or the I/O
+/// error of a blob's stream.
+pub type Cause = dyn std::error::Error + Send + Sync;
+
+/// Why a URL does not parse (`url`'s error, which `reqwest` names only this way).
+pub type UrlError = <reqwest::Url as std::str::FromStr>::Err;
+
+/// How deep image indexes may nest in what fetch takes.
+pub const MAX_NESTING: usize = 8;
+
+/// Where a URL was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlOf {
+    /// A classic repository's `repoURL`.
+    Repository,
+    /// A chart's URL (or its `.prov`'s) as the repository's index lists it.
+    Chart,
+    /// A package URL in the charts file's `chartURLs` (or its `.prov`'s).
+    Package,
+    /// A registry's API URL, made from its host and a repository.
+    Registry,
+}
+
+impl std::fmt::Display for UrlOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UrlOf::Repository => "repoURL",
+            UrlOf::Chart => "chart URL",
+            UrlOf::Package => "chartURLs entry",
+            UrlOf::Registry => "registry URL",
+        })
+    }
+}
+
+/// A JSON document a source sent, as a message names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Document {
+    /// An image index, by digest.
+    Index(String),
+    /// An image manifest, by digest.
+    Manifest(String),
+    /// A page of a repository's tags, by URL.
+    TagList(String),
+    /// The referrers index of a manifest, by the manifest's digest.
+    Referrers(String),
+}
+
+impl std::fmt::Display for Document {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Document::Index(digest) => write!(f, "index {digest}"),
+            Document::Manifest(digest) => write!(f, "manifest {digest}"),
+            Document::TagList(url) => write!(f, "{url}: not a tag list"),
+            Document::Referrers(digest) => write!(f, "the referrers of {digest}: not an index"),
+        }
+    }
+}
 
 /// What went wrong with one entry.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -38,18 +96,108 @@ pub enum Problem {
     AuthRefusedBecause(String),
     #[error("digest mismatch: expected {expected}, got {actual}")]
     DigestMismatch { expected: String, actual: String },
+    /// A TLS handshake refused (a certificate no root vouches for, a name it does not hold):
+    /// final. The source is a `reqwest` or oci-client error (in an `Arc`: a `Problem` is
+    /// `Clone`, and they are not); shown with its causes, quoted (a server's certificate names
+    /// what it likes).
     #[error(
-        "TLS failure: {0} (a private CA is trusted with --ca-file FILE; `tlsVerify: false` on the list's entry skips the check)"
+        "TLS failure: {} (a private CA is trusted with --ca-file FILE; `tlsVerify: false` on the list's entry skips the check)",
+        quoted(&error_chain(&**source))
     )]
-    Tls(String),
-    #[error("network failure: {0}")]
-    Network(String),
+    Tls { source: Arc<Cause> },
+    /// A request that got no answer (refused, reset, timed out) or a body cut short: retried.
+    /// The source is a `reqwest` error or the I/O error of a blob's stream; shown with its
+    /// causes, quoted.
+    #[error("network failure: {}", quoted(&error_chain(&**source)))]
+    Network { source: Arc<Cause> },
     #[error("HTTP {0}: {1}")]
     Http(u16, String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{0}")]
-    Io(String),
+    /// `--ca-file`'s certificates, refused by the HTTP client.
+    #[error("--ca-file: {source}")]
+    CaCertificates { source: Arc<reqwest::Error> },
+    /// The HTTP client could not be set up.
+    #[error("cannot set up HTTPS: {source}")]
+    HttpsClient { source: Arc<reqwest::Error> },
+    /// A URL that does not parse; `of` says where it was given.
+    #[error("{of} `{url}`: {source}")]
+    BadUrl {
+        of: UrlOf,
+        url: String,
+        source: UrlError,
+    },
+    /// An image reference fetch makes from a registry, repository and tag or digest that does
+    /// not parse.
+    #[error("`{reference}` is not a reference: {source}")]
+    BadReference {
+        reference: String,
+        source: Arc<oci_client::ParseError>,
+    },
+    /// A digest (of a manifest, a referrer, a chart) that does not parse.
+    #[error("{digest}: {source}")]
+    BadDigest {
+        digest: String,
+        source: chartreg_core::oci::DigestError,
+    },
+    /// A blob's digest that is no sha256, the one algorithm fetch checks.
+    #[error("`{digest}` is not a sha256 digest")]
+    NotSha256 { digest: String },
+    /// A document a source sent that is not the JSON it must be (what serde_json says quoted:
+    /// it repeats the source's words).
+    #[error("{document}: {}", quoted(&source.to_string()))]
+    NotJson {
+        document: Document,
+        source: Arc<serde_json::Error>,
+    },
+    /// A classic repository's index that is not one (what the parser says quoted).
+    #[error("{url} is not a Helm repository index: {}", quoted(&source.to_string()))]
+    NotAnIndex {
+        url: String,
+        source: Arc<serde_yaml_ng::Error>,
+    },
+    /// An image index whose indexes nest deeper than fetch follows.
+    #[error("indexes nest deeper than {MAX_NESTING} levels at {digest}")]
+    TooDeep { digest: String },
+    /// The registry answered a request with error codes fetch does not read as not found or
+    /// refused (`codes`: what it said, quoted).
+    #[error("the registry answered {codes}")]
+    Registry {
+        codes: String,
+        source: Arc<oci_client::errors::OciDistributionError>,
+    },
+    /// A blob whose bytes oci-client found not to have the digest asked for (what it says
+    /// quoted: it repeats the registry's header).
+    #[error(
+        "digest mismatch: expected the digest asked for, got {}",
+        quoted(&source.to_string())
+    )]
+    OciDigest {
+        source: Arc<oci_client::errors::DigestError>,
+    },
+    /// oci-client failed otherwise; shown with its causes, quoted.
+    #[error("{}", quoted(&error_chain(&**source)))]
+    Oci {
+        source: Arc<oci_client::errors::OciDistributionError>,
+    },
+    /// The layout's signatures (for the policy) could not be read.
+    #[error("its signatures: {source}")]
+    Signatures {
+        source: Arc<crate::verify::LayoutError>,
+    },
+    /// A complete layout could not be renamed into place.
+    #[error(transparent)]
+    SwapIn(Arc<chartreg_core::tree::WriteError>),
+    /// The index lists the chart without a URL to fetch it from.
+    #[error("the index lists no URL for it")]
+    NoUrlListed,
+    /// An OCI repository's entry whose `repoURL` is not `oci://`.
+    #[error("repoURL `{repo_url}` is not oci://")]
+    NotOci { repo_url: String },
+    /// An OCI artifact fetched as a chart whose config is not a Helm chart's.
+    #[error("{digest} is not a Helm chart (its config is {})", quoted(config))]
+    NotHelmChart { digest: String, config: String },
+    /// A Helm chart's manifest with no chart layer.
+    #[error("{digest} has no chart layer")]
+    NoChartLayer { digest: String },
     /// In an `Arc`: a `Problem` is `Clone`, and serde_json's error is not.
     #[error(transparent)]
     Unwritable(std::sync::Arc<chartreg_core::oci::gojson::Unwritable>),
@@ -162,6 +310,36 @@ impl Problem {
             path: path.to_owned(),
             source: Arc::new(source),
         }
+    }
+
+    /// A request that got no answer, or a body cut short.
+    pub fn network(source: impl std::error::Error + Send + Sync + 'static) -> Problem {
+        Problem::Network {
+            source: Arc::new(source),
+        }
+    }
+
+    /// A TLS handshake refused.
+    pub fn tls(source: impl std::error::Error + Send + Sync + 'static) -> Problem {
+        Problem::Tls {
+            source: Arc::new(source),
+        }
+    }
+
+    /// `document`, which is not the JSON it must be.
+    pub fn not_json(document: Document, source: serde_json::Error) -> Problem {
+        Problem::NotJson {
+            document,
+            source: Arc::new(source),
+        }
+    }
+
+    /// `digest` parsed as a digest.
+    pub fn digest(digest: &str) -> Result<chartreg_core::oci::Digest, Problem> {
+        digest.parse().map_err(|source| Problem::BadDigest {
+            digest: digest.to_owned(),
+            source,
+        })
     }
 }
 

@@ -22,6 +22,7 @@ use std::future::Future;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
@@ -140,7 +141,7 @@ pub async fn read_bounded(
 ) -> Result<Vec<u8>, Failure> {
     check_length(&response, bound, from).map_err(Failure::Final)?;
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| classify_http(&e))? {
+    while let Some(chunk) = response.chunk().await.map_err(classify_http)? {
         if (body.len() + chunk.len()) as u64 > bound.bytes() {
             return Err(Failure::Final(Problem::TooLarge {
                 from: from.to_owned(),
@@ -278,13 +279,16 @@ impl Transport {
             .user_agent(concat!("chartreg-build/", env!("CARGO_PKG_VERSION")))
             .tls_danger_accept_invalid_certs(!tls_verify);
         if let Some(pem) = &self.ca_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| Problem::Invalid(format!("--ca-file: {e}")))?;
+            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                Problem::CaCertificates {
+                    source: Arc::new(e),
+                }
+            })?;
             builder = builder.tls_certs_merge(certs);
         }
-        builder
-            .build()
-            .map_err(|e| Problem::Invalid(format!("cannot set up HTTPS: {e}")))
+        builder.build().map_err(|e| Problem::HttpsClient {
+            source: Arc::new(e),
+        })
     }
 }
 
@@ -310,17 +314,17 @@ where
     }
 }
 
-/// What a request's failure is: transient (retry) or final (what it says quoted, bounded: a
-/// server's certificate names what it likes).
-pub fn classify_http(e: &reqwest::Error) -> Failure {
+/// What a request's failure is: transient (retry) or final (the problems show what it says
+/// quoted, bounded: a server's certificate names what it likes).
+pub fn classify_http(e: reqwest::Error) -> Failure {
     if let Some(status) = e.status() {
         return status_failure(status.as_u16(), quoted(&e.to_string()));
     }
-    let text = quoted(&error_chain(e));
+    let text = error_chain(&e);
     if text.contains("certificate") || text.contains("tls") || text.contains("TLS") {
-        return Failure::Final(Problem::Tls(text));
+        return Failure::Final(Problem::tls(e));
     }
-    Failure::Transient(Problem::Network(text))
+    Failure::Transient(Problem::network(e))
 }
 
 /// The failure an HTTP status stands for.
@@ -365,7 +369,7 @@ impl Partial {
     /// A download from `from` (a URL, a digest) of what `bound` says, to `target`.
     pub fn create(target: &Path, bound: Bounded, from: &str) -> Result<Partial, Problem> {
         let dir = target.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| Problem::Io(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| Problem::file(dir, e))?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -374,8 +378,7 @@ impl Partial {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let temp = dir.join(format!(".{name}.part-{}-{n}", std::process::id()));
-        let file = std::fs::File::create(&temp)
-            .map_err(|e| Problem::Io(format!("{}: {e}", temp.display())))?;
+        let file = std::fs::File::create(&temp).map_err(|e| Problem::file(&temp, e))?;
         Ok(Partial {
             temp,
             target: target.to_owned(),
@@ -399,7 +402,7 @@ impl Partial {
         self.size += chunk.len() as u64;
         self.file
             .write_all(chunk)
-            .map_err(|e| Problem::Io(format!("{}: {e}", self.temp.display())))
+            .map_err(|e| Problem::file(&self.temp, e))
     }
 
     /// Checks the bytes against `expected` (a sha256) and renames them into place; returns
@@ -408,7 +411,7 @@ impl Partial {
         let flushed = self.file.flush();
         let actual: [u8; 32] = std::mem::take(&mut self.hasher).finalize().into();
         if let Err(e) = flushed {
-            return Err(Problem::Io(format!("{}: {e}", self.temp.display())));
+            return Err(Problem::file(&self.temp, e));
         }
         if let Some(expected) = expected
             && expected != actual
@@ -418,8 +421,7 @@ impl Partial {
                 actual: hex::encode(actual),
             });
         }
-        std::fs::rename(&self.temp, &self.target)
-            .map_err(|e| Problem::Io(format!("{}: {e}", self.target.display())))?;
+        std::fs::rename(&self.temp, &self.target).map_err(|e| Problem::file(&self.target, e))?;
         Ok((self.size, actual))
     }
 }
@@ -578,7 +580,7 @@ mod tests {
                 .get(url)
                 .send()
                 .await
-                .map_err(|e| Problem::Network(e.to_string()))?;
+                .map_err(Problem::network)?;
             read_bounded(response, bound, url)
                 .await
                 .map_err(|(Failure::Final(p) | Failure::Transient(p))| p)
