@@ -171,6 +171,7 @@ async fn read_index(
         return Err(Problem::IndexTooLarge {
             url: url.to_owned(),
             nodes: found,
+            most: INDEX_NODES,
         });
     }
     crate::yaml::flow_depth(&data).map_err(|source| Problem::IndexYaml {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use chartreg_core::shown::escaped;
 
-use super::transport::{Bounded, error_chain, quoted};
+use super::transport::bounds::Bounded;
+use super::transport::quoting::{error_chain, quoted};
 use super::{lists, versions};
 
 /// The cause of a TLS or network failure: a `reqwest` error, an oci-client one, or the I/O
@@ -233,11 +234,14 @@ pub enum Problem {
     TooLarge { from: String, bound: Bounded },
     /// A classic repository's index with more nodes than the YAML parser may hold.
     #[error(
-        "{url}: {nodes} lines and items, more than the {} fetch reads of an index (the YAML \
-         parser holds each in memory)",
-        super::helm_repo::INDEX_NODES
+        "{url}: {nodes} lines and items, more than the {most} fetch reads of an index (the YAML \
+         parser holds each in memory)"
     )]
-    IndexTooLarge { url: String, nodes: usize },
+    IndexTooLarge {
+        url: String,
+        nodes: usize,
+        most: usize,
+    },
     /// A classic repository's index whose YAML is refused before it is parsed (in an `Arc`: the
     /// error is not `Clone`).
     #[error("{url}: {source}")]
