@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::problem::UrlOf;
+use super::problem::{Failure, Problem};
 use super::transport::{
     Bounded, Partial, check_length, classify_http, read_bounded, status_failure, with_retries,
 };
-use super::{Failure, Problem};
 
 /// The part of `index.yaml` fetch reads.
 #[derive(Debug, Deserialize)]

@@ -22,11 +22,11 @@ use oci_client::{Client, Reference, RegistryOperation};
 use serde::Deserialize;
 
 use super::problem::{Document, UrlOf};
+use super::problem::{Failure, Problem};
 use super::transport::{
     Bounded, Partial, Transport, classify_http, error_body, error_chain, quoted, read_bounded,
     status_failure, with_retries,
 };
-use super::{Failure, Problem};
 
 /// Every manifest media type fetch accepts.
 pub const MANIFEST_TYPES: [&str; 4] = [

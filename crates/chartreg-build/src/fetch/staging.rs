@@ -15,8 +15,8 @@ use chartreg_core::oci::layout::{
 };
 use chartreg_core::oci::{Digest, media_type};
 
-use super::Problem;
 use super::oci::Registry;
+use super::problem::Problem;
 use super::problem::{Document, MAX_NESTING};
 use super::transport::existing_sha256;
 

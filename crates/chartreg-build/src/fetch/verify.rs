@@ -24,7 +24,7 @@ use chartreg_core::oci::Digest;
 
 use crate::verify::{Checked, ImageChecked, Policy};
 
-use super::Problem;
+use super::problem::Problem;
 
 /// Why the policy cannot be read.
 #[derive(Debug, thiserror::Error)]
