@@ -18,24 +18,19 @@
 //! fetch cannot take (a digest other than sha256) fails the chart, naming it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::charts::Pending;
+use super::failed::FetchError;
+use super::failed::{Entry, Failed, Unlocked};
 use super::lists::ImageSource;
-use super::problem::{Entry, Failed, Problem, Unlocked};
+use super::options::Fetched;
+use super::options::WithChartImages;
+use super::problem::Problem;
 use super::transport::Bounded;
-use super::{FetchError, Fetched, Lock};
 use crate::chart_images::{self, ChartInput};
+use crate::lock::Lock;
 use crate::pin::Pin;
-
-/// What `--with-chart-images` is given.
-#[derive(Debug, Clone)]
-pub struct WithChartImages {
-    pub options: chart_images::Options,
-    /// Values files by chart name.
-    pub values: BTreeMap<String, Vec<PathBuf>>,
-}
 
 /// The tagged images the charts need: source, and the charts (`NAME:VERSION`) that asked.
 pub type Asked = BTreeMap<String, (ImageSource, BTreeSet<String>)>;

@@ -2,13 +2,13 @@
 //! or the ones the lock was made from), fetches ([`super::fetch`]) and prints what changed in
 //! the lock, who signed what, and the policy's warnings: each line escaped (`crate::cli`), as
 //! they quote upstream (chart names, URLs, signers), each entry on its line
-//! (`problem::one_line`).
+//! (`failed::one_line`).
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::problem::one_line;
+use super::failed::one_line;
 use super::{CaFileError, FetchError, Lock, Options, Transport, Verifier};
 
 /// Why `fetch` did not run or did not finish.

@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::problem::UrlOf;
+use super::problem::{Failure, Problem};
 use super::transport::{
-    Bounded, Partial, check_length, classify_http, quoted, read_bounded, status_failure,
-    with_retries,
+    Bounded, Partial, check_length, classify_http, read_bounded, status_failure, with_retries,
 };
-use super::{Failure, Problem};
 
 /// The part of `index.yaml` fetch reads.
 #[derive(Debug, Deserialize)]
@@ -66,9 +66,11 @@ impl Repository {
             let path = format!("{}/", base.path());
             base.set_path(&path);
         }
-        let resolved = base
-            .join(url)
-            .map_err(|e| Problem::Invalid(format!("chart URL `{url}`: {e}")))?;
+        let resolved = base.join(url).map_err(|source| Problem::BadUrl {
+            of: UrlOf::Chart,
+            url: url.to_owned(),
+            source,
+        })?;
         if !matches!(resolved.scheme(), "http" | "https") {
             return Err(Problem::UrlScheme {
                 url: resolved.to_string(),
@@ -80,7 +82,7 @@ impl Repository {
     /// GETs `url` whole, at most `bound`'s bytes of it (with retries).
     pub async fn bytes(&self, url: &reqwest::Url, bound: Bounded) -> Result<Vec<u8>, Problem> {
         with_retries(|| async {
-            let response = self.get(url).send().await.map_err(|e| classify_http(&e))?;
+            let response = self.get(url).send().await.map_err(classify_http)?;
             let status = response.status().as_u16();
             if status != 200 {
                 return Err(status_failure(status, format!("GET {url}")));
@@ -100,7 +102,7 @@ impl Repository {
         expected: Option<[u8; 32]>,
     ) -> Result<(u64, [u8; 32]), Problem> {
         with_retries(|| async {
-            let mut response = self.get(url).send().await.map_err(|e| classify_http(&e))?;
+            let mut response = self.get(url).send().await.map_err(classify_http)?;
             let status = response.status().as_u16();
             if status != 200 {
                 return Err(status_failure(status, format!("GET {url}")));
@@ -108,7 +110,7 @@ impl Repository {
             check_length(&response, bound, url.as_str()).map_err(Failure::Final)?;
             let mut partial =
                 Partial::create(target, bound, url.as_str()).map_err(Failure::Final)?;
-            while let Some(chunk) = response.chunk().await.map_err(|e| classify_http(&e))? {
+            while let Some(chunk) = response.chunk().await.map_err(classify_http)? {
                 partial.write(&chunk).map_err(Failure::Final)?;
             }
             partial.finish(expected).map_err(|problem| match problem {
@@ -169,6 +171,7 @@ async fn read_index(
         return Err(Problem::IndexTooLarge {
             url: url.to_owned(),
             nodes: found,
+            most: INDEX_NODES,
         });
     }
     crate::yaml::flow_depth(&data).map_err(|source| Problem::IndexYaml {
@@ -186,11 +189,9 @@ async fn read_index(
     loop {
         match receiver.try_recv() {
             Ok(read) => {
-                return read.map_err(|e| {
-                    Problem::Invalid(format!(
-                        "{url} is not a Helm repository index: {}",
-                        quoted(&e.to_string())
-                    ))
+                return read.map_err(|e| Problem::NotAnIndex {
+                    url: url.to_owned(),
+                    source: std::sync::Arc::new(e),
                 });
             }
             Err(std::sync::mpsc::TryRecvError::Empty) if std::time::Instant::now() < deadline => {

@@ -3,12 +3,12 @@
 //!
 //! 1. The lists are read (`lists`): chart versions from classic repositories and `chartURLs`
 //!    (`oci://...` or packages), image tags by registry.
-//! 2. Charts are fetched in parallel (`helm_repo` for classic repositories, `oci` for OCI
-//!    ones), each staged beside `<charts>/<name>-<version>.tgz` (and `.prov`), read as the
-//!    chart it must be (`charts`); images (by tag, digest or both: `crate::pin`), a
-//!    repository at a time, into OCI image layouts (`images`), with their referrers. Files already there with the right digest are not
-//!    downloaded again; every download is bounded and checked before it replaces anything
-//!    (`transport`).
+//! 2. Charts are fetched in parallel (`charts`; `helm_repo` reads classic repositories, `oci`
+//!    talks to registries), each staged beside `<charts>/<name>-<version>.tgz` (and `.prov`),
+//!    read as the chart it must be; images (by tag, digest or both: `crate::pin`), a
+//!    repository at a time, into OCI image layouts (`images`, filled in `staging`), with their
+//!    referrers. Files already there with the right digest are not downloaded again; every
+//!    download is bounded and checked before it replaces anything (`transport`).
 //! 3. With `--config FILE`, the content file's `verify:` policy checks each chart and image
 //!    before it takes its place (`verify`): a refusal fails the entry. With
 //!    `--with-chart-images`, each chart is rendered from where it waits (`chart_images`): one
@@ -19,16 +19,24 @@
 //!    from it (an upstream re-push, a list asking for other entries, other signers) is an error
 //!    naming each entry, and nothing is written.
 //!
-//! Errors (`problem`) name the repository, chart and version (or image) and say what went
-//! wrong: not found, authentication refused, digest mismatch, TLS failure.
+//! Errors name the repository, chart and version (or image) (`failed`) and say what went wrong
+//! (`problem`): not found, authentication refused, digest mismatch, TLS failure, each with the
+//! error under it.
+//!
+//! This module runs those steps in order (`options` holds what they are asked and hand back);
+//! `charts` and `images` each run their half, `command` is the command line over it. Modules
+//! below them (`helm_repo`, `oci`, `staging`, `transport`, `verify`, `problem`) use none of
+//! the ones above.
 
 mod chart_images;
 mod charts;
 pub mod command;
+mod failed;
 mod helm_repo;
 mod images;
 pub mod lists;
 mod oci;
+mod options;
 mod problem;
 mod progress;
 mod staging;
@@ -36,69 +44,17 @@ mod transport;
 pub mod verify;
 mod versions;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use futures_util::StreamExt;
+use std::path::Path;
 
 pub use crate::lock::{Lock, LockedChart, LockedImage};
-use crate::pin::Pin;
-pub use chart_images::WithChartImages;
+pub use failed::{Entry, Failed, FetchError, Unlocked};
 use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
-pub use problem::{Entry, Failed, Failure, FetchError, Problem, Unlocked};
+pub use options::{Options, Report, WithChartImages};
+pub use problem::{Failure, Problem};
 pub use transport::{CaFileError, Transport};
 pub use verify::Verifier;
 
-/// What `fetch` is asked.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub charts_file: Option<PathBuf>,
-    pub images_file: Option<PathBuf>,
-    /// Where charts go (`charts/`).
-    pub out: PathBuf,
-    /// Where image layouts go (`images/`).
-    pub images_out: PathBuf,
-    pub lock: PathBuf,
-    pub locked: bool,
-    pub platforms: Vec<String>,
-    pub referrers: bool,
-    pub transport: Transport,
-    /// Downloads at once.
-    pub parallel: usize,
-    /// `--with-chart-images`: the images the fetched charts need are fetched too.
-    pub chart_images: Option<WithChartImages>,
-    /// `--config`: the content file's `verify:` policy, which what is fetched must pass.
-    pub verify: Option<Arc<Verifier>>,
-}
-
-impl Options {
-    /// How the lock names `path` (relative to its folder: see [`crate::lock::recorded`]).
-    pub fn recorded(&self, path: &Path) -> String {
-        crate::lock::recorded(&self.lock, path)
-    }
-
-    /// Where a chart goes: where the lock put it when `--locked` (whatever the current folder
-    /// is), else `--out`.
-    pub fn charts_dir(&self, pinned: Option<&LockedChart>) -> PathBuf {
-        pinned
-            .and_then(|p| {
-                crate::lock::resolved(&self.lock, &p.file)
-                    .parent()
-                    .map(Path::to_owned)
-            })
-            .unwrap_or_else(|| self.out.clone())
-    }
-}
-
-/// What a fetch did.
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    pub charts: usize,
-    pub images: usize,
-    /// How the lock changed (empty when it did not).
-    pub changes: Vec<String>,
-}
+use options::Lists;
 
 /// Runs the fetch `options` describe.
 pub fn fetch(options: &Options) -> Result<Report, FetchError> {
@@ -161,14 +117,14 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         charts_file: &charts_file,
         images_file: &images_file,
     };
-    let mut fetched = fetch_charts(options, lists, &chart_sources, pinned, &progress).await;
+    let mut fetched = charts::fetch_all(options, lists, &chart_sources, pinned, &progress).await;
     // Rendered from where they wait, before they take their places: a chart whose images
     // cannot be found fails, and leaves nothing.
     let asked_by_charts = match &options.chart_images {
         Some(with) => chart_images::asked(with, &mut fetched),
         None => chart_images::Asked::new(),
     };
-    let charts = place(fetched);
+    let charts = charts::place_all(fetched);
     if options.chart_images.is_some() && charts.failures.is_empty() {
         if let Some(pinned) = pinned {
             chart_images::check_locked(&asked_by_charts, pinned)?;
@@ -179,7 +135,7 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         lists::one_tag_each(&image_sources)
             .map_err(|(first, second)| FetchError::ServedTwice { first, second })?;
     }
-    let images = fetch_images(options, lists, &image_sources, pinned, &progress).await;
+    let images = images::fetch_all(options, lists, &image_sources, pinned, &progress).await;
     progress.done();
     lock.charts = charts.locked;
     lock.images = images.locked;
@@ -207,269 +163,6 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
     }
     write_lock(&options.lock, &lock)?;
     Ok(report)
-}
-
-/// The two lists, as read.
-#[derive(Clone, Copy)]
-struct Lists<'a> {
-    charts_file: &'a ChartsFile,
-    images_file: &'a ImagesFile,
-}
-
-/// What one kind of entry came to: what the lock records, and the entries that failed.
-struct Fetched<T> {
-    locked: BTreeMap<String, T>,
-    failures: Vec<Failed>,
-}
-
-impl<T> Default for Fetched<T> {
-    fn default() -> Self {
-        Fetched {
-            locked: BTreeMap::new(),
-            failures: Vec::new(),
-        }
-    }
-}
-
-/// Charts: each classic repository's index once, then every version in parallel (`pinned`:
-/// the lock, with `--locked`), each checked and waiting beside its place.
-async fn fetch_charts(
-    options: &Options,
-    lists: Lists<'_>,
-    chart_sources: &[ChartSource],
-    pinned: Option<&Lock>,
-    progress: &progress::Progress,
-) -> Fetched<charts::Pending> {
-    let mut fetched = Fetched::default();
-    let mut indexes = BTreeMap::new();
-    for name in chart_sources.iter().filter_map(|s| match s {
-        ChartSource::Repository { repository, .. } => Some(repository),
-        _ => None,
-    }) {
-        if indexes.contains_key(name) {
-            continue;
-        }
-        let Some(config) = lists.charts_file.repositories.get(name) else {
-            continue;
-        };
-        if config.oci().is_some() {
-            // An OCI repository has no index: its charts are tags.
-            continue;
-        }
-        match charts::repository(config, &options.transport) {
-            Ok(repo) => match repo.index().await {
-                Ok(index) => {
-                    indexes.insert(name.clone(), (repo, index));
-                }
-                Err(problem) => fetched.failures.push(Failed {
-                    entry: Entry::Repository {
-                        name: name.clone(),
-                        url: config.repo_url.clone(),
-                    },
-                    problem,
-                }),
-            },
-            Err(problem) => fetched.failures.push(Failed {
-                entry: Entry::Repository {
-                    name: name.clone(),
-                    url: config.repo_url.clone(),
-                },
-                problem,
-            }),
-        }
-    }
-    let locked_charts = pinned.map(|l| &l.charts);
-    let results: Vec<(String, Result<charts::Pending, Problem>)> =
-        futures_util::stream::iter(chart_sources.iter())
-            .map(|source| {
-                let key = source.describe(lists.charts_file);
-                let pinned = locked_charts.and_then(|l| l.get(&key)).cloned();
-                let task = progress.task(&key);
-                let indexes = &indexes;
-                let lists = (lists.charts_file, lists.images_file);
-                async move {
-                    let result =
-                        charts::fetch(source, lists, indexes, options, pinned.as_ref()).await;
-                    task.finish(&result);
-                    (key, result)
-                }
-            })
-            .buffer_unordered(options.parallel.max(1))
-            .collect()
-            .await;
-    for (key, result) in results {
-        match result {
-            Ok(locked) => {
-                fetched.locked.insert(key, locked);
-            }
-            // A repository whose index failed is reported once, above.
-            Err(Problem::IndexFailed) => {}
-            Err(problem) => fetched.failures.push(Failed {
-                entry: Entry::Chart(key),
-                problem,
-            }),
-        }
-    }
-    fetched
-}
-
-/// Puts every chart that waits in `fetched` in its place: what the lock records of each, and
-/// the failures, with any chart that could not be put in place.
-fn place(fetched: Fetched<charts::Pending>) -> Fetched<LockedChart> {
-    let mut placed = Fetched {
-        locked: BTreeMap::new(),
-        failures: fetched.failures,
-    };
-    for (key, chart) in fetched.locked {
-        match chart.place() {
-            Ok(locked) => {
-                placed.locked.insert(key, locked);
-            }
-            Err(problem) => placed.failures.push(Failed {
-                entry: Entry::Chart(key),
-                problem,
-            }),
-        }
-    }
-    placed
-}
-
-/// Images: a repository at a time (its layout is one folder), repositories in parallel
-/// (`pinned`: the lock, with `--locked`).
-async fn fetch_images(
-    options: &Options,
-    lists: Lists<'_>,
-    image_sources: &[ImageSource],
-    pinned: Option<&Lock>,
-    progress: &progress::Progress,
-) -> Fetched<LockedImage> {
-    let mut fetched = Fetched::default();
-    let mut by_repository: BTreeMap<(String, String), Vec<Pin>> = BTreeMap::new();
-    for image in image_sources {
-        by_repository
-            .entry((image.registry.clone(), image.repository.clone()))
-            .or_default()
-            .push(image.pin.clone());
-    }
-    let locked_images = pinned.map(|l| &l.images);
-    let results: Vec<Vec<(String, Result<LockedImage, Problem>)>> =
-        futures_util::stream::iter(by_repository.iter())
-            .map(|((registry_host, repository), pins)| {
-                let task = progress.task(&format!("{registry_host}/{repository}"));
-                let images_file = lists.images_file;
-                async move {
-                    let key_of = |pin: &Pin| format!("{registry_host}/{repository}{pin}");
-                    let registry = match oci::Registry::for_host(
-                        registry_host,
-                        &options.transport,
-                        images_file,
-                    ) {
-                        Ok(registry) => registry,
-                        Err(problem) => {
-                            task.finish(&Err::<(), _>(problem.clone()));
-                            return pins
-                                .iter()
-                                .map(|pin| (key_of(pin), Err(problem.clone())))
-                                .collect::<Vec<_>>();
-                        }
-                    };
-                    // Locked, where the lock put it; else under --images-out.
-                    let dir = pins
-                        .iter()
-                        .find_map(|pin| locked_images?.get(&key_of(pin)))
-                        .map_or_else(
-                            || lists::layout_dir(&options.images_out, registry_host, repository),
-                            |l| crate::lock::resolved(&options.lock, &l.layout),
-                        );
-                    let pinned: BTreeMap<Pin, images::Pinned> = pins
-                        .iter()
-                        .filter_map(|pin| {
-                            let locked = locked_images?.get(&key_of(pin))?;
-                            let pinned = images::Pinned {
-                                digest: locked.digest.clone(),
-                                referrers: locked.referrers.clone(),
-                            };
-                            Some((pin.clone(), pinned))
-                        })
-                        .collect();
-                    let verify = options.verify.as_deref().map(|verifier| images::Checking {
-                        verifier,
-                        served: crate::lock::served_repository(registry_host, repository)
-                            .unwrap_or_else(|| format!("{registry_host}/{repository}")),
-                        locked: locked_images.map(|l| {
-                            pins.iter()
-                                .filter_map(|pin| {
-                                    let verified = l.get(&key_of(pin))?.verified.clone();
-                                    Some((pin.served().as_str().to_owned(), verified))
-                                })
-                                .collect()
-                        }),
-                    });
-                    let asked = images::Asked {
-                        pins,
-                        platforms: &options.platforms,
-                        with_referrers: options.referrers,
-                        pinned: &pinned,
-                        verify,
-                    };
-                    let copied = images::copy_repository(&registry, repository, &dir, &asked).await;
-                    let layout = options.recorded(&dir);
-                    let out: Vec<(String, Result<LockedImage, Problem>)> = match copied {
-                        Ok(copied) => pins
-                            .iter()
-                            .map(|pin| {
-                                let key = key_of(pin);
-                                let result = match copied.get(pin) {
-                                    Some(c) => Ok(LockedImage {
-                                        digest: c.digest.clone(),
-                                        platforms: c.platforms.clone(),
-                                        referrers: c.referrers.clone(),
-                                        layout: layout.clone(),
-                                        charts: Vec::new(),
-                                        upstream: c.upstream.clone(),
-                                        verified: c.verified.clone(),
-                                    }),
-                                    None => Err(Problem::NotFound),
-                                };
-                                (key, result)
-                            })
-                            .collect(),
-                        Err(failed) => failed
-                            .into_iter()
-                            .map(|(pin, problem)| {
-                                // None: the repository's layout, for every pin together.
-                                let key = pin.as_ref().map_or_else(
-                                    || {
-                                        let all: Vec<String> =
-                                            pins.iter().map(ToString::to_string).collect();
-                                        format!("{registry_host}/{repository} ({})", all.join(", "))
-                                    },
-                                    key_of,
-                                );
-                                (key, Err(problem))
-                            })
-                            .collect(),
-                    };
-                    let first_failure = out.iter().find_map(|(_, r)| r.as_ref().err().cloned());
-                    task.finish(&first_failure.map_or(Ok(()), Err));
-                    out
-                }
-            })
-            .buffer_unordered(options.parallel.max(1))
-            .collect()
-            .await;
-    for (key, result) in results.into_iter().flatten() {
-        match result {
-            Ok(locked) => {
-                fetched.locked.insert(key, locked);
-            }
-            Err(problem) => fetched.failures.push(Failed {
-                entry: Entry::Image(key),
-                problem,
-            }),
-        }
-    }
-    fetched
 }
 
 /// With `--locked`: the lists must ask for exactly what the lock holds.

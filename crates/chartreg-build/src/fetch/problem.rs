@@ -1,16 +1,72 @@
-//! Why a fetch failed: a [`Problem`] with one entry (retried while it is a transient
-//! [`Failure`]), each failed entry named ([`Failed`], [`Entry`]), entries only one of the lists
-//! and the lock holds ([`Unlocked`]), and the [`FetchError`] that gathers them. An entry's name
-//! is shown on its one line ([`one_line`]): names come from the lists and from upstream.
+//! What went wrong with one entry: a [`Problem`], carrying the values it is about (a path, a
+//! URL, a reference, a digest) and the error under it, retried while it is a transient
+//! [`Failure`]. Causes that repeat a source's words are shown quoted (`transport::quoting`).
+//! The entry it happened to, and the error a fetch ends with, are `failed`'s.
 
-use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use chartreg_core::shown::escaped;
+use super::transport::bounds::Bounded;
+use super::transport::quoting::{error_chain, quoted};
+use super::versions;
 
-use super::transport::Bounded;
-use super::{lists, versions};
+/// The cause of a TLS or network failure: a `reqwest` error, an oci-client one, or the I/O
+/// error of a blob's stream.
+pub type Cause = dyn std::error::Error + Send + Sync;
+
+/// Why a URL does not parse (`url`'s error, which `reqwest` names only this way).
+pub type UrlError = <reqwest::Url as std::str::FromStr>::Err;
+
+/// How deep image indexes may nest in what fetch takes.
+pub const MAX_NESTING: usize = 8;
+
+/// Where a URL was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlOf {
+    /// A classic repository's `repoURL`.
+    Repository,
+    /// A chart's URL (or its `.prov`'s) as the repository's index lists it.
+    Chart,
+    /// A package URL in the charts file's `chartURLs` (or its `.prov`'s).
+    Package,
+    /// A registry's API URL, made from its host and a repository.
+    Registry,
+}
+
+impl std::fmt::Display for UrlOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UrlOf::Repository => "repoURL",
+            UrlOf::Chart => "chart URL",
+            UrlOf::Package => "chartURLs entry",
+            UrlOf::Registry => "registry URL",
+        })
+    }
+}
+
+/// A JSON document a source sent, as a message names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Document {
+    /// An image index, by digest.
+    Index(String),
+    /// An image manifest, by digest.
+    Manifest(String),
+    /// A page of a repository's tags, by URL.
+    TagList(String),
+    /// The referrers index of a manifest, by the manifest's digest.
+    Referrers(String),
+}
+
+impl std::fmt::Display for Document {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Document::Index(digest) => write!(f, "index {digest}"),
+            Document::Manifest(digest) => write!(f, "manifest {digest}"),
+            Document::TagList(url) => write!(f, "{url}: not a tag list"),
+            Document::Referrers(digest) => write!(f, "the referrers of {digest}: not an index"),
+        }
+    }
+}
 
 /// What went wrong with one entry.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -38,18 +94,108 @@ pub enum Problem {
     AuthRefusedBecause(String),
     #[error("digest mismatch: expected {expected}, got {actual}")]
     DigestMismatch { expected: String, actual: String },
+    /// A TLS handshake refused (a certificate no root vouches for, a name it does not hold):
+    /// final. The source is a `reqwest` or oci-client error (in an `Arc`: a `Problem` is
+    /// `Clone`, and they are not); shown with its causes, quoted (a server's certificate names
+    /// what it likes).
     #[error(
-        "TLS failure: {0} (a private CA is trusted with --ca-file FILE; `tlsVerify: false` on the list's entry skips the check)"
+        "TLS failure: {} (a private CA is trusted with --ca-file FILE; `tlsVerify: false` on the list's entry skips the check)",
+        quoted(&error_chain(&**source))
     )]
-    Tls(String),
-    #[error("network failure: {0}")]
-    Network(String),
+    Tls { source: Arc<Cause> },
+    /// A request that got no answer (refused, reset, timed out) or a body cut short: retried.
+    /// The source is a `reqwest` error or the I/O error of a blob's stream; shown with its
+    /// causes, quoted.
+    #[error("network failure: {}", quoted(&error_chain(&**source)))]
+    Network { source: Arc<Cause> },
     #[error("HTTP {0}: {1}")]
     Http(u16, String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{0}")]
-    Io(String),
+    /// `--ca-file`'s certificates, refused by the HTTP client.
+    #[error("--ca-file: {source}")]
+    CaCertificates { source: Arc<reqwest::Error> },
+    /// The HTTP client could not be set up.
+    #[error("cannot set up HTTPS: {source}")]
+    HttpsClient { source: Arc<reqwest::Error> },
+    /// A URL that does not parse; `of` says where it was given.
+    #[error("{of} `{url}`: {source}")]
+    BadUrl {
+        of: UrlOf,
+        url: String,
+        source: UrlError,
+    },
+    /// An image reference fetch makes from a registry, repository and tag or digest that does
+    /// not parse.
+    #[error("`{reference}` is not a reference: {source}")]
+    BadReference {
+        reference: String,
+        source: Arc<oci_client::ParseError>,
+    },
+    /// A digest (of a manifest, a referrer, a chart) that does not parse.
+    #[error("{digest}: {source}")]
+    BadDigest {
+        digest: String,
+        source: chartreg_core::oci::DigestError,
+    },
+    /// A blob's digest that is no sha256, the one algorithm fetch checks.
+    #[error("`{digest}` is not a sha256 digest")]
+    NotSha256 { digest: String },
+    /// A document a source sent that is not the JSON it must be (what serde_json says quoted:
+    /// it repeats the source's words).
+    #[error("{document}: {}", quoted(&source.to_string()))]
+    NotJson {
+        document: Document,
+        source: Arc<serde_json::Error>,
+    },
+    /// A classic repository's index that is not one (what the parser says quoted).
+    #[error("{url} is not a Helm repository index: {}", quoted(&source.to_string()))]
+    NotAnIndex {
+        url: String,
+        source: Arc<serde_yaml_ng::Error>,
+    },
+    /// An image index whose indexes nest deeper than fetch follows.
+    #[error("indexes nest deeper than {MAX_NESTING} levels at {digest}")]
+    TooDeep { digest: String },
+    /// The registry answered a request with error codes fetch does not read as not found or
+    /// refused (`codes`: what it said, quoted).
+    #[error("the registry answered {codes}")]
+    Registry {
+        codes: String,
+        source: Arc<oci_client::errors::OciDistributionError>,
+    },
+    /// A blob whose bytes oci-client found not to have the digest asked for (what it says
+    /// quoted: it repeats the registry's header).
+    #[error(
+        "digest mismatch: expected the digest asked for, got {}",
+        quoted(&source.to_string())
+    )]
+    OciDigest {
+        source: Arc<oci_client::errors::DigestError>,
+    },
+    /// oci-client failed otherwise; shown with its causes, quoted.
+    #[error("{}", quoted(&error_chain(&**source)))]
+    Oci {
+        source: Arc<oci_client::errors::OciDistributionError>,
+    },
+    /// The layout's signatures (for the policy) could not be read.
+    #[error("its signatures: {source}")]
+    Signatures {
+        source: Arc<crate::verify::LayoutError>,
+    },
+    /// A complete layout could not be renamed into place.
+    #[error(transparent)]
+    SwapIn(Arc<chartreg_core::tree::WriteError>),
+    /// The index lists the chart without a URL to fetch it from.
+    #[error("the index lists no URL for it")]
+    NoUrlListed,
+    /// An OCI repository's entry whose `repoURL` is not `oci://`.
+    #[error("repoURL `{repo_url}` is not oci://")]
+    NotOci { repo_url: String },
+    /// An OCI artifact fetched as a chart whose config is not a Helm chart's.
+    #[error("{digest} is not a Helm chart (its config is {})", quoted(config))]
+    NotHelmChart { digest: String, config: String },
+    /// A Helm chart's manifest with no chart layer.
+    #[error("{digest} has no chart layer")]
+    NoChartLayer { digest: String },
     /// In an `Arc`: a `Problem` is `Clone`, and serde_json's error is not.
     #[error(transparent)]
     Unwritable(std::sync::Arc<chartreg_core::oci::gojson::Unwritable>),
@@ -85,11 +231,14 @@ pub enum Problem {
     TooLarge { from: String, bound: Bounded },
     /// A classic repository's index with more nodes than the YAML parser may hold.
     #[error(
-        "{url}: {nodes} lines and items, more than the {} fetch reads of an index (the YAML \
-         parser holds each in memory)",
-        super::helm_repo::INDEX_NODES
+        "{url}: {nodes} lines and items, more than the {most} fetch reads of an index (the YAML \
+         parser holds each in memory)"
     )]
-    IndexTooLarge { url: String, nodes: usize },
+    IndexTooLarge {
+        url: String,
+        nodes: usize,
+        most: usize,
+    },
     /// A classic repository's index whose YAML is refused before it is parsed (in an `Arc`: the
     /// error is not `Clone`).
     #[error("{url}: {source}")]
@@ -163,6 +312,36 @@ impl Problem {
             source: Arc::new(source),
         }
     }
+
+    /// A request that got no answer, or a body cut short.
+    pub fn network(source: impl std::error::Error + Send + Sync + 'static) -> Problem {
+        Problem::Network {
+            source: Arc::new(source),
+        }
+    }
+
+    /// A TLS handshake refused.
+    pub fn tls(source: impl std::error::Error + Send + Sync + 'static) -> Problem {
+        Problem::Tls {
+            source: Arc::new(source),
+        }
+    }
+
+    /// `document`, which is not the JSON it must be.
+    pub fn not_json(document: Document, source: serde_json::Error) -> Problem {
+        Problem::NotJson {
+            document,
+            source: Arc::new(source),
+        }
+    }
+
+    /// `digest` parsed as a digest.
+    pub fn digest(digest: &str) -> Result<chartreg_core::oci::Digest, Problem> {
+        digest.parse().map_err(|source| Problem::BadDigest {
+            digest: digest.to_owned(),
+            source,
+        })
+    }
 }
 
 impl From<chartreg_core::oci::gojson::Unwritable> for Problem {
@@ -176,134 +355,4 @@ impl From<chartreg_core::oci::gojson::Unwritable> for Problem {
 pub enum Failure {
     Transient(Problem),
     Final(Problem),
-}
-
-/// Why a fetch failed: a list or the lock that could not be taken, or every entry that
-/// failed, each named.
-#[derive(Debug, thiserror::Error)]
-pub enum FetchError {
-    #[error("cannot start: {0}")]
-    Start(std::io::Error),
-    #[error(transparent)]
-    Lists(#[from] lists::Error),
-    /// Boxed: errors are rare, and small `Result`s keep the happy path cheap.
-    #[error(transparent)]
-    Lock(Box<crate::lock::Error>),
-    #[error("{}: --locked, but there is no lock: run fetch without --locked first", .0.display())]
-    NoLock(PathBuf),
-    #[error("{}: {source}", path.display())]
-    LockText {
-        path: PathBuf,
-        source: serde_yaml_ng::Error,
-    },
-    #[error("{}: {source}", path.display())]
-    WriteLock {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    /// Entries that failed, sorted by how they read.
-    #[error("{}", lines(.0))]
-    Entries(Vec<Failed>),
-    /// With `--locked`: entries the lists and the lock do not both hold.
-    #[error("{}\n(--locked: run fetch without --locked to update the lock)", lines(.0))]
-    Unlocked(Vec<Unlocked>),
-    /// Two images asked for (by the images file and the charts) that would be served under
-    /// one tag of one repository.
-    #[error(
-        "image {} and image {} would be served under one tag (the charts ask for one, the images file for the other): list the one the charts ask for",
-        one_line(first),
-        one_line(second)
-    )]
-    ServedTwice { first: String, second: String },
-}
-
-impl From<crate::lock::Error> for FetchError {
-    fn from(e: crate::lock::Error) -> Self {
-        FetchError::Lock(Box::new(e))
-    }
-}
-
-fn lines(items: &[impl std::fmt::Display]) -> String {
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// What an entry of the lists or the lock is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Entry {
-    /// A classic Helm repository, by its name in the list, and its URL.
-    Repository { name: String, url: String },
-    /// A chart, by its lock key.
-    Chart(String),
-    /// An image, `registry/repository:tag` (or `@digest`, or `:tag@digest`).
-    Image(String),
-}
-
-impl std::fmt::Display for Entry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Entry::Repository { name, url } => {
-                write!(f, "repository {} ({})", one_line(name), one_line(url))
-            }
-            Entry::Chart(key) => write!(f, "chart {}", one_line(key)),
-            Entry::Image(key) => write!(f, "image {}", one_line(key)),
-        }
-    }
-}
-
-/// An entry's name as a message shows it: on the one line it names (a line break or tab in it
-/// written out, as [`escaped`] writes control characters), so that no name passes for a line
-/// of the tool's own.
-pub fn one_line(name: &str) -> Cow<'_, str> {
-    if !name.contains(['\n', '\t']) {
-        return escaped(name);
-    }
-    let written = name.replace('\n', "\\u{a}").replace('\t', "\\u{9}");
-    Cow::Owned(escaped(&written).into_owned())
-}
-
-/// One entry that failed, and why.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{entry}: {problem}")]
-pub struct Failed {
-    pub entry: Entry,
-    pub problem: Problem,
-}
-
-/// An entry only one of the lists and the lock holds.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum Unlocked {
-    #[error("{0}: in the list but not in the lock")]
-    NotLocked(Entry),
-    #[error("{0}: in the lock but not in the list")]
-    NotListed(Entry),
-    #[error("{0}: the charts need it, but the lock does not pin it")]
-    ChartsNeed(Entry),
-    #[error("{0}: in the lock as an image the charts need, but none does now")]
-    ChartsNoLongerNeed(Entry),
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entries_are_named_on_their_line_with_control_characters_written_out() {
-        let forged = Entry::Chart(
-            "evil\nchartreg-build: wrote assets (0 charts) 1.0.0 from http://r.test/".into(),
-        );
-        assert_eq!(
-            forged.to_string(),
-            "chart evil\\u{a}chartreg-build: wrote assets (0 charts) 1.0.0 from http://r.test/"
-        );
-        let escapes = Entry::Chart("ctl\u{1b}[2J\u{202e}x\t1.0.0".into());
-        assert_eq!(
-            escapes.to_string(),
-            "chart ctl\\u{1b}[2J\\u{202e}x\\u{9}1.0.0"
-        );
-        assert!(matches!(one_line("hello 1.0.0"), Cow::Borrowed(_)));
-    }
 }

@@ -2,14 +2,14 @@
 //! (indicatif) and a line per download finished; otherwise (CI logs, pipes) the lines alone, so
 //! that a log reads the same however it was made. Names and problems quote the lists and
 //! upstream (chart names, URLs, registries' messages): each is shown on its line, escaped
-//! (`problem::one_line`, `chartreg_core::shown::escaped`).
+//! (`failed::one_line`, `chartreg_core::shown::escaped`).
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use chartreg_core::shown::escaped;
 
-use super::Problem;
-use super::problem::one_line;
+use super::failed::one_line;
+use super::problem::Problem;
 
 /// The progress of one fetch.
 pub struct Progress {

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use chartreg_core::oci::gojson;
 use chartreg_core::oci::layout::{
@@ -14,9 +15,10 @@ use chartreg_core::oci::layout::{
 };
 use chartreg_core::oci::{Digest, media_type};
 
-use super::Problem;
 use super::oci::Registry;
-use super::transport::{existing_sha256, quoted};
+use super::problem::Problem;
+use super::problem::{Document, MAX_NESTING};
+use super::transport::existing_sha256;
 
 /// One repository's layout being filled.
 pub(super) struct Filling<'a> {
@@ -52,7 +54,7 @@ impl Filling<'_> {
         let hex = digest.trim_start_matches("sha256:");
         let old = self.previous.join("blobs/sha256").join(hex);
         if existing_sha256(&old).map(hex::encode).as_deref() == Some(hex) {
-            let io = |e: std::io::Error| Problem::Io(format!("{}: {e}", path.display()));
+            let io = |e: std::io::Error| Problem::file(&path, e);
             std::fs::create_dir_all(path.parent().unwrap_or(&self.dir)).map_err(io)?;
             if std::fs::hard_link(&old, &path).is_err() {
                 std::fs::copy(&old, &path).map_err(io)?;
@@ -77,7 +79,7 @@ impl Filling<'_> {
         let path = self.blob_path(digest);
         std::fs::create_dir_all(path.parent().unwrap_or(&self.dir))
             .and_then(|()| std::fs::write(&path, data))
-            .map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Problem::file(&path, e))?;
         self.manifests.insert(digest.to_owned());
         Ok(())
     }
@@ -90,16 +92,17 @@ impl Filling<'_> {
         digest: &str,
         depth: usize,
     ) -> Result<Vec<String>, Problem> {
-        if depth > 8 {
-            return Err(Problem::Invalid("indexes nest deeper than 8 levels".into()));
+        if depth > MAX_NESTING {
+            return Err(Problem::TooDeep {
+                digest: digest.to_owned(),
+            });
         }
         self.store(data, digest)?;
         let kind = media_type::of_manifest(data);
         let mut platforms = Vec::new();
         if media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index) {
-            let index: ImageIndex = serde_json::from_slice(data).map_err(|e| {
-                Problem::Invalid(format!("index {digest}: {}", quoted(&e.to_string())))
-            })?;
+            let index: ImageIndex = serde_json::from_slice(data)
+                .map_err(|e| Problem::not_json(Document::Index(digest.to_owned()), e))?;
             for child in &index.manifests {
                 if let Some(p) = &child.platform {
                     platforms.push(p.to_string());
@@ -114,9 +117,8 @@ impl Filling<'_> {
                 Box::pin(self.take(&child_data, &child_digest, depth + 1)).await?;
             }
         } else {
-            let m: ImageManifest = serde_json::from_slice(data).map_err(|e| {
-                Problem::Invalid(format!("manifest {digest}: {}", quoted(&e.to_string())))
-            })?;
+            let m: ImageManifest = serde_json::from_slice(data)
+                .map_err(|e| Problem::not_json(Document::Manifest(digest.to_owned()), e))?;
             for blob in std::iter::once(&m.config).chain(&m.layers) {
                 self.blob(blob).await?;
             }
@@ -145,13 +147,8 @@ impl Filling<'_> {
                         .ok()
                         .and_then(|v| v.get("artifactType")?.as_str().map(str::to_owned));
                     Box::pin(self.take(&data, &digest, 0)).await?;
-                    let mut d = Descriptor::new(
-                        &media,
-                        digest
-                            .parse()
-                            .map_err(|e| Problem::Invalid(format!("{digest}: {e}")))?,
-                        data.len() as u64,
-                    );
+                    let mut d =
+                        Descriptor::new(&media, Problem::digest(&digest)?, data.len() as u64);
                     d.artifact_type = artifact_type;
                     found.push(d);
                 }
@@ -170,18 +167,16 @@ impl Staging {
         let path = sibling(dir, "fetch-new");
         if path.exists() {
             // An earlier fetch's, interrupted.
-            std::fs::remove_dir_all(&path)
-                .map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?;
+            std::fs::remove_dir_all(&path).map_err(|e| Problem::file(&path, e))?;
         }
-        std::fs::create_dir_all(&path)
-            .map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?;
+        std::fs::create_dir_all(&path).map_err(|e| Problem::file(&path, e))?;
         Ok(Staging { path })
     }
 
     /// Renames the complete layout into `dir`, replacing what was there.
     pub(super) fn swap_in(self, dir: &Path) -> Result<(), Problem> {
         chartreg_core::tree::swap_in(&self.path, dir, &sibling(dir, "fetch-old"))
-            .map_err(|e| Problem::Io(e.to_string()))
+            .map_err(|e| Problem::SwapIn(Arc::new(e)))
     }
 }
 
@@ -204,7 +199,7 @@ fn sibling(dir: &Path, suffix: &str) -> PathBuf {
 /// Writes `oci-layout` and `index.json` (this fetch's tags: the list says what the layout
 /// holds) into the staged layout `dir`, which holds only what they reference.
 pub(super) fn write_layout(dir: &Path, entries: Vec<Descriptor>) -> Result<(), Problem> {
-    let io = |p: &Path, e: std::io::Error| Problem::Io(format!("{}: {e}", p.display()));
+    let io = |p: &Path, e: std::io::Error| Problem::file(p, e);
     let marker = dir.join(OCI_LAYOUT_FILE);
     std::fs::write(
         &marker,

@@ -24,7 +24,7 @@ use chartreg_core::oci::Digest;
 
 use crate::verify::{Checked, ImageChecked, Policy};
 
-use super::Problem;
+use super::problem::Problem;
 
 /// Why the policy cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -114,14 +114,10 @@ impl Verifier {
             return Ok(None);
         };
         let prov = match prov {
-            Some(path) => Some(
-                std::fs::read(path).map_err(|e| Problem::Io(format!("{}: {e}", path.display())))?,
-            ),
+            Some(path) => Some(std::fs::read(path).map_err(|e| Problem::file(path, e))?),
             None => None,
         };
-        let digest: Digest = format!("sha256:{sha256}")
-            .parse()
-            .map_err(|e| Problem::Invalid(format!("sha256:{sha256}: {e}")))?;
+        let digest: Digest = Problem::digest(&format!("sha256:{sha256}"))?;
         let checked = crate::verify::check_chart(
             policy,
             name,
@@ -152,8 +148,11 @@ impl Verifier {
         let Some(policy) = &self.policy.images else {
             return Ok(Ok(BTreeMap::new()));
         };
-        let checked = crate::verify::check_layout(policy, repository, dir, None)
-            .map_err(|e| Problem::Invalid(format!("its signatures: {e}")))?;
+        let checked = crate::verify::check_layout(policy, repository, dir, None).map_err(|e| {
+            Problem::Signatures {
+                source: std::sync::Arc::new(e),
+            }
+        })?;
         let mut signed = BTreeMap::new();
         let mut failures = Vec::new();
         for ImageChecked {

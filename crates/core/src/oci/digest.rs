@@ -20,7 +20,7 @@ pub struct Digest {
     sha256: Option<[u8; 32]>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum DigestError {
     #[error("a digest is `algorithm:encoded`; `{0}` has no `:`")]
     MissingSeparator(String),

@@ -11,9 +11,9 @@
 //! API, and cosign's `sha256-<hex>.sig/.att/.sbom` tags), and theirs. Blobs already in the
 //! layout with the right digest are not downloaded again.
 //!
-//! A repository's layout is filled in a folder beside it (`super::staging`: blobs the old
+//! A repository's layout is filled in a folder beside it (`fetch::staging`: blobs the old
 //! layout already holds hard-linked in), checked against the content file's `verify:` policy
-//! when `--config` gives one (`super::verify`) and, with `--locked`, against the lock's digests
+//! when `--config` gives one (`fetch::verify`) and, with `--locked`, against the lock's digests
 //! and referrers, and renamed into place once complete and checked: a fetch that fails, is
 //! refused or is interrupted leaves the layout that was there before, never a part of one.
 //!
@@ -33,10 +33,11 @@ use chartreg_core::oci::gojson;
 use chartreg_core::oci::layout::{Descriptor, ImageIndex, Platform, REF_NAME, UPSTREAM_DIGEST};
 use chartreg_core::oci::{Digest, media_type};
 
-use super::Problem;
-use super::oci::Registry;
-use super::staging::{Filling, Staging, write_layout};
-use super::verify::Verifier;
+use crate::fetch::oci::Registry;
+use crate::fetch::problem::Document;
+use crate::fetch::problem::Problem;
+use crate::fetch::staging::{Filling, Staging, write_layout};
+use crate::fetch::verify::Verifier;
 use crate::pin::Pin;
 
 /// What was taken for one tag.
@@ -200,7 +201,7 @@ async fn take_pin(
             } else {
                 Problem::NoSuchTag {
                     asked: tag.to_owned(),
-                    nearest: super::versions::nearest(tag, tags.iter().map(String::as_str)),
+                    nearest: crate::fetch::versions::nearest(tag, tags.iter().map(String::as_str)),
                 }
             });
         }
@@ -213,12 +214,8 @@ async fn take_pin(
         && pin.digest().is_none()
         && media_type::manifest_kind(&kind) == Some(media_type::ManifestKind::Index)
     {
-        let mut index: ImageIndex = serde_json::from_slice(&data).map_err(|e| {
-            Problem::Invalid(format!(
-                "index {digest}: {}",
-                super::transport::quoted(&e.to_string())
-            ))
-        })?;
+        let mut index: ImageIndex = serde_json::from_slice(&data)
+            .map_err(|e| Problem::not_json(Document::Index(digest.clone()), e))?;
         let before = index.manifests.len();
         index
             .manifests
@@ -249,13 +246,7 @@ async fn take_pin(
     }
     let platforms = filling.take(&data, &digest, 0).await?;
     let descriptor_of = |kind: &str, digest: &str, size: usize| -> Result<Descriptor, Problem> {
-        Ok(Descriptor::new(
-            kind,
-            digest
-                .parse()
-                .map_err(|e| Problem::Invalid(format!("{digest}: {e}")))?,
-            size as u64,
-        ))
+        Ok(Descriptor::new(kind, Problem::digest(digest)?, size as u64))
     };
     let mut descriptor = descriptor_of(&kind, &digest, data.len())?;
     descriptor

@@ -17,16 +17,26 @@
 //!   first 512 characters, on one line.
 //! - Timeouts, connection failures and 5xx answers are retried (4 tries, 0.5 s doubling between
 //!   them); 404, 401 and 403 are not.
+//!
+//! This module sets up clients, reads responses and retries; `bounds` says what each download
+//! may weigh, `quoting` how a source's words are shown, `partial` how a download becomes a
+//! file. None of them reaches back into this one.
+
+pub(super) mod bounds;
+mod partial;
+pub(super) mod quoting;
 
 use std::future::Future;
-use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest as _, Sha256};
+pub use bounds::Bounded;
+pub use partial::{Partial, existing_sha256, sha256_of_hex};
+pub use quoting::{QUOTED, error_chain, quoted};
 
-use super::{Failure, Problem};
+use super::problem::{Failure, Problem};
 
 /// What decides how hosts are reached.
 #[derive(Debug, Clone, Default)]
@@ -39,82 +49,6 @@ pub struct Transport {
 
 const TRIES: u32 = 4;
 const FIRST_PAUSE: Duration = Duration::from_millis(500);
-
-/// What a download is, which bounds how many bytes of it are read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bounded {
-    /// A classic repository's `index.yaml`: 256 MiB (the largest public ones, bitnami's among
-    /// them, are tens of MiB).
-    Index,
-    /// A chart package: Helm loads no chart that decompresses to more than 100 MiB, and
-    /// deflate adds at most a few bytes per 64 KiB block; 1 MiB over that.
-    Package,
-    /// A `.prov` (a signed Chart.yaml and the package's digest): 1 MiB.
-    Provenance,
-    /// An OCI manifest or index (a referrers index, a tag list too): 4 MiB, the most
-    /// registries take (distribution refuses larger ones).
-    Manifest,
-    /// A blob: exactly the size its descriptor gives.
-    Blob(u64),
-}
-
-impl Bounded {
-    /// The most bytes read of it.
-    pub fn bytes(self) -> u64 {
-        match self {
-            Bounded::Index => 256 << 20,
-            Bounded::Package => crate::pack::MAX_DECOMPRESSED + (1 << 20),
-            Bounded::Provenance => 1 << 20,
-            Bounded::Manifest => 4 << 20,
-            Bounded::Blob(size) => size,
-        }
-    }
-
-    /// Why more than [`Bounded::bytes`] is refused.
-    pub fn exceeded(self) -> String {
-        let mib = self.bytes() >> 20;
-        match self {
-            Bounded::Index => {
-                format!("larger than {mib} MiB, the most fetch reads of a repository index")
-            }
-            Bounded::Package => format!(
-                "larger than {mib} MiB, the most fetch downloads of a chart package (Helm loads \
-                 no chart larger than {} MiB decompressed)",
-                crate::pack::MAX_DECOMPRESSED >> 20
-            ),
-            Bounded::Provenance => {
-                format!("larger than {mib} MiB, the most fetch downloads of a provenance file")
-            }
-            Bounded::Manifest => format!(
-                "larger than {mib} MiB, the most fetch reads of a manifest, index or tag list \
-                 (registries take none larger)"
-            ),
-            Bounded::Blob(size) => {
-                format!("more than the {size} bytes its descriptor gives")
-            }
-        }
-    }
-}
-
-/// How many characters of a source's own words (an error body, a registry's message) a
-/// message quotes.
-pub const QUOTED: usize = 512;
-
-/// `text`, a source's own words, as a message quotes them: its first [`QUOTED`] characters,
-/// trimmed, on one line (line breaks as spaces), ` [...]` where it was cut. (Control characters
-/// are escaped where messages are printed.)
-pub fn quoted(text: &str) -> String {
-    let text = text.trim();
-    let mut out: String = text
-        .chars()
-        .take(QUOTED)
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    if text.chars().nth(QUOTED).is_some() {
-        out.push_str(" [...]");
-    }
-    out
-}
 
 /// Refuses a response whose `Content-Length` says it is larger than `bound`.
 pub fn check_length(
@@ -140,7 +74,7 @@ pub async fn read_bounded(
 ) -> Result<Vec<u8>, Failure> {
     check_length(&response, bound, from).map_err(Failure::Final)?;
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| classify_http(&e))? {
+    while let Some(chunk) = response.chunk().await.map_err(classify_http)? {
         if (body.len() + chunk.len()) as u64 > bound.bytes() {
             return Err(Failure::Final(Problem::TooLarge {
                 from: from.to_owned(),
@@ -278,13 +212,16 @@ impl Transport {
             .user_agent(concat!("chartreg-build/", env!("CARGO_PKG_VERSION")))
             .tls_danger_accept_invalid_certs(!tls_verify);
         if let Some(pem) = &self.ca_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| Problem::Invalid(format!("--ca-file: {e}")))?;
+            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                Problem::CaCertificates {
+                    source: Arc::new(e),
+                }
+            })?;
             builder = builder.tls_certs_merge(certs);
         }
-        builder
-            .build()
-            .map_err(|e| Problem::Invalid(format!("cannot set up HTTPS: {e}")))
+        builder.build().map_err(|e| Problem::HttpsClient {
+            source: Arc::new(e),
+        })
     }
 }
 
@@ -310,17 +247,17 @@ where
     }
 }
 
-/// What a request's failure is: transient (retry) or final (what it says quoted, bounded: a
-/// server's certificate names what it likes).
-pub fn classify_http(e: &reqwest::Error) -> Failure {
+/// What a request's failure is: transient (retry) or final (the problems show what it says
+/// quoted, bounded: a server's certificate names what it likes).
+pub fn classify_http(e: reqwest::Error) -> Failure {
     if let Some(status) = e.status() {
         return status_failure(status.as_u16(), quoted(&e.to_string()));
     }
-    let text = quoted(&error_chain(e));
+    let text = error_chain(&e);
     if text.contains("certificate") || text.contains("tls") || text.contains("TLS") {
-        return Failure::Final(Problem::Tls(text));
+        return Failure::Final(Problem::tls(e));
     }
-    Failure::Transient(Problem::Network(text))
+    Failure::Transient(Problem::network(e))
 }
 
 /// The failure an HTTP status stands for.
@@ -331,121 +268,6 @@ pub fn status_failure(status: u16, text: String) -> Failure {
         408 | 429 | 500..=599 => Failure::Transient(Problem::Http(status, text)),
         _ => Failure::Final(Problem::Http(status, text)),
     }
-}
-
-/// An error with its causes, as one line.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// A file being downloaded: written beside its target, at most its bound's bytes of it,
-/// renamed into place once checked.
-pub struct Partial {
-    temp: PathBuf,
-    target: PathBuf,
-    file: std::io::BufWriter<std::fs::File>,
-    hasher: Sha256,
-    size: u64,
-    bound: Bounded,
-    /// Where the bytes come from (a URL, a digest), for the error that refuses more of them.
-    from: String,
-}
-
-impl Partial {
-    /// A download from `from` (a URL, a digest) of what `bound` says, to `target`.
-    pub fn create(target: &Path, bound: Bounded, from: &str) -> Result<Partial, Problem> {
-        let dir = target.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| Problem::Io(format!("{}: {e}", dir.display())))?;
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        // Downloads at once each write their own (two entries may name one file).
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let temp = dir.join(format!(".{name}.part-{}-{n}", std::process::id()));
-        let file = std::fs::File::create(&temp)
-            .map_err(|e| Problem::Io(format!("{}: {e}", temp.display())))?;
-        Ok(Partial {
-            temp,
-            target: target.to_owned(),
-            file: std::io::BufWriter::new(file),
-            hasher: Sha256::new(),
-            size: 0,
-            bound,
-            from: from.to_owned(),
-        })
-    }
-
-    /// Appends `chunk`; refused (and nothing of it written) when it would pass the bound.
-    pub fn write(&mut self, chunk: &[u8]) -> Result<(), Problem> {
-        if self.size + chunk.len() as u64 > self.bound.bytes() {
-            return Err(Problem::TooLarge {
-                from: self.from.clone(),
-                bound: self.bound,
-            });
-        }
-        self.hasher.update(chunk);
-        self.size += chunk.len() as u64;
-        self.file
-            .write_all(chunk)
-            .map_err(|e| Problem::Io(format!("{}: {e}", self.temp.display())))
-    }
-
-    /// Checks the bytes against `expected` (a sha256) and renames them into place; returns
-    /// their size and sha256. On a mismatch the file is removed and nothing is replaced.
-    pub fn finish(mut self, expected: Option<[u8; 32]>) -> Result<(u64, [u8; 32]), Problem> {
-        let flushed = self.file.flush();
-        let actual: [u8; 32] = std::mem::take(&mut self.hasher).finalize().into();
-        if let Err(e) = flushed {
-            return Err(Problem::Io(format!("{}: {e}", self.temp.display())));
-        }
-        if let Some(expected) = expected
-            && expected != actual
-        {
-            return Err(Problem::DigestMismatch {
-                expected: hex::encode(expected),
-                actual: hex::encode(actual),
-            });
-        }
-        std::fs::rename(&self.temp, &self.target)
-            .map_err(|e| Problem::Io(format!("{}: {e}", self.target.display())))?;
-        Ok((self.size, actual))
-    }
-}
-
-impl Drop for Partial {
-    fn drop(&mut self) {
-        // Renamed away when finished; otherwise nothing partial stays behind.
-        let _ = std::fs::remove_file(&self.temp);
-    }
-}
-
-/// The sha256 of a file already there, if it is (to skip downloading it again).
-pub fn existing_sha256(path: &Path) -> Option<[u8; 32]> {
-    chartreg_core::tree::BlobFile::hash(path)
-        .ok()?
-        .digest
-        .sha256()
-}
-
-/// `hex` as 32 bytes, if it is a sha256 in hex (with or without `sha256:`).
-pub fn sha256_of_hex(hex: &str) -> Option<[u8; 32]> {
-    let hex = hex
-        .strip_prefix("sha256:")
-        .unwrap_or(hex)
-        .to_ascii_lowercase();
-    chartreg_core::oci::decode_sha256(hex.as_bytes())
 }
 
 #[cfg(test)]
@@ -473,77 +295,6 @@ mod tests {
         };
         assert!(t.plain_http("registry.local:5000"));
         assert!(!t.plain_http("quay.io"));
-    }
-
-    #[test]
-    fn a_partial_download_never_replaces_the_target() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("a.tgz");
-        std::fs::write(&target, b"old").unwrap();
-        let mut partial = Partial::create(&target, Bounded::Package, "test").unwrap();
-        partial.write(b"new").unwrap();
-        let e = partial.finish(Some([0; 32])).unwrap_err();
-        assert!(matches!(e, Problem::DigestMismatch { .. }), "{e}");
-        assert_eq!(std::fs::read(&target).unwrap(), b"old");
-        let mut partial = Partial::create(&target, Bounded::Package, "test").unwrap();
-        partial.write(b"new").unwrap();
-        drop(partial);
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "no temporary file left"
-        );
-        assert_eq!(std::fs::read(&target).unwrap(), b"old");
-    }
-
-    #[test]
-    fn a_download_past_its_bound_is_refused_and_leaves_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("blob");
-        let mut partial = Partial::create(&target, Bounded::Blob(4), "sha256:abc").unwrap();
-        partial.write(b"abc").unwrap();
-        let e = partial.write(b"de").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "sha256:abc: more than the 4 bytes its descriptor gives"
-        );
-        drop(partial);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn each_bound_says_what_it_bounds() {
-        assert_eq!(Bounded::Index.bytes(), 256 << 20);
-        assert_eq!(Bounded::Package.bytes(), 101 << 20);
-        assert_eq!(Bounded::Provenance.bytes(), 1 << 20);
-        assert_eq!(Bounded::Manifest.bytes(), 4 << 20);
-        for (bound, says) in [
-            (
-                Bounded::Index,
-                "larger than 256 MiB, the most fetch reads of a repository index",
-            ),
-            (
-                Bounded::Manifest,
-                "larger than 4 MiB, the most fetch reads of a manifest, index or tag list \
-                 (registries take none larger)",
-            ),
-            (
-                Bounded::Provenance,
-                "larger than 1 MiB, the most fetch downloads of a provenance file",
-            ),
-        ] {
-            assert_eq!(bound.exceeded(), says);
-        }
-    }
-
-    #[test]
-    fn a_sources_words_are_quoted_on_one_line_and_bounded() {
-        assert_eq!(quoted("  not found\r\n"), "not found");
-        assert_eq!(quoted("a\nb"), "a b");
-        let long = "é".repeat(QUOTED + 1);
-        let shown = quoted(&long);
-        assert_eq!(shown.chars().count(), QUOTED + " [...]".len());
-        assert!(shown.ends_with(" [...]"));
     }
 
     /// A server on 127.0.0.1 that answers one request with `head` and `body` (written in
@@ -578,7 +329,7 @@ mod tests {
                 .get(url)
                 .send()
                 .await
-                .map_err(|e| Problem::Network(e.to_string()))?;
+                .map_err(Problem::network)?;
             read_bounded(response, bound, url)
                 .await
                 .map_err(|(Failure::Final(p) | Failure::Transient(p))| p)
