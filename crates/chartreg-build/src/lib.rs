@@ -4,8 +4,8 @@
 //! On top, the command line: [`cli`] parses the arguments and runs one command, whose flags and
 //! runner sit beside what it runs (`pack::command`, `chart_images::command`, which makes its
 //! request as `pack::command` does, `fetch::command`, `import::command`, `compile::command`,
-//! `image::command`, and [`init`], which writes a new content repository). Below it, from the top down, each module uses only those after
-//! it:
+//! `image::command`, and [`init`], which writes a new content repository). Below it, from the
+//! top down, each module uses only those after it:
 //! - [`image`] writes chartreg's container image (the static server binary, on scratch or a
 //!   base) as an OCI image layout, with no container engine.
 //! - [`compile`] compiles the server with that content inside, from the server kit that comes
