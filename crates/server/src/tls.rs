@@ -39,18 +39,34 @@ pub enum TlsError {
     },
     #[error("{}: no PEM certificate found", path.display())]
     NoCertificate { path: PathBuf },
-    #[error("{}: invalid PEM certificate: {reason}", path.display())]
-    Certificate { path: PathBuf, reason: String },
-    #[error("{}: no PEM private key (PKCS#8, PKCS#1 or SEC1) found: {reason}", path.display())]
-    Key { path: PathBuf, reason: String },
-    #[error("{} and {} do not make a pair: {reason}", cert.display(), key.display())]
+    #[error("{}: invalid PEM certificate: {source}", path.display())]
+    Certificate {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{}: no PEM private key (PKCS#8, PKCS#1 or SEC1) found: {source}", path.display())]
+    Key {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{} and {} do not make a pair: {}", cert.display(), key.display(), why_not_a_pair(source))]
     Pair {
         cert: PathBuf,
         key: PathBuf,
-        reason: String,
+        source: rustls::Error,
     },
     #[error("TLS configuration: {0}")]
-    Config(String),
+    Config(#[source] rustls::Error),
+}
+
+/// Why a certificate and a key do not make a pair, in words a person acts on.
+fn why_not_a_pair(error: &rustls::Error) -> String {
+    match error {
+        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+            "the private key does not belong to the certificate".to_owned()
+        }
+        other => other.to_string(),
+    }
 }
 
 /// The crypto chartreg uses: ring's, named explicitly so that no other provider compiled into
@@ -74,28 +90,23 @@ fn certified_key(
 ) -> Result<CertifiedKey, TlsError> {
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError::Certificate {
+        .map_err(|source| TlsError::Certificate {
             path: files.cert.clone(),
-            reason: e.to_string(),
+            source,
         })?;
     if chain.is_empty() {
         return Err(TlsError::NoCertificate {
             path: files.cert.clone(),
         });
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Key {
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|source| TlsError::Key {
         path: files.key.clone(),
-        reason: e.to_string(),
+        source,
     })?;
-    let pair_error = |e: rustls::Error| TlsError::Pair {
+    let pair_error = |source| TlsError::Pair {
         cert: files.cert.clone(),
         key: files.key.clone(),
-        reason: match e {
-            rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
-                "the private key does not belong to the certificate".to_owned()
-            }
-            other => other.to_string(),
-        },
+        source,
     };
     let certified = CertifiedKey::from_der(chain, key, &provider()).map_err(pair_error)?;
     // `from_der` lets "cannot tell" pass; chartreg wants a definite match.
@@ -239,7 +250,7 @@ impl Reloading {
 pub fn server_config(resolver: Arc<Reloading>) -> Result<ServerConfig, TlsError> {
     Ok(ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|e| TlsError::Config(e.to_string()))?
+        .map_err(TlsError::Config)?
         .with_no_client_auth()
         .with_cert_resolver(resolver))
 }

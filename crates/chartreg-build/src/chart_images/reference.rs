@@ -23,11 +23,11 @@ pub enum ReferenceError {
         registry: String,
         source: chartreg_core::oci::NamespaceError,
     },
-    #[error("`{reference}`: the repository path `{path}` is not valid: {message}")]
+    #[error("`{reference}`: the repository path `{path}` is not valid: {source}")]
     Path {
         reference: String,
         path: String,
-        message: String,
+        source: chartreg_core::oci::NameError,
     },
     #[error("`{reference}`: the tag `{tag}` is not valid")]
     Tag { reference: String, tag: String },
@@ -105,10 +105,10 @@ impl ImageRef {
             path
         };
         path.parse::<RepositoryName>()
-            .map_err(|e| ReferenceError::Path {
+            .map_err(|source| ReferenceError::Path {
                 reference: reference.to_owned(),
                 path: path.clone(),
-                message: e.to_string(),
+                source,
             })?;
         let tag = match (tag, &digest) {
             (None, None) => Some(latest()),

@@ -33,6 +33,36 @@ pub struct BaseSpec {
     pub tag: Option<Tag>,
 }
 
+/// What is wrong with a file of the base image's layout.
+#[derive(Debug, thiserror::Error)]
+pub enum BaseProblem {
+    #[error("{0}")]
+    Read(#[source] std::io::Error),
+    #[error("not valid: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("only sha256 blobs are read")]
+    NotSha256,
+    #[error(
+        "its bytes ({size} bytes, {digest}) are not the {named_size} bytes of {named} its descriptor names"
+    )]
+    OtherBytes {
+        size: u64,
+        digest: Digest,
+        named_size: u64,
+        named: Digest,
+    },
+    #[error("it lists no image")]
+    NoImage,
+    #[error("it tags {0} twice")]
+    TaggedTwice(Tag),
+    #[error("{0} is not an image manifest")]
+    NotImage(String),
+    #[error("no oci-layout file: not an OCI image layout")]
+    NotALayout,
+    #[error("its entry is a {0}, not an image or an index")]
+    NotImageOrIndex(String),
+}
+
 impl BaseSpec {
     /// Parses `LAYOUT[:TAG]`: text after the last `:` (with no `/` in it) is the tag.
     pub fn parse(text: &str) -> Result<BaseSpec, Error> {
@@ -41,16 +71,15 @@ impl BaseSpec {
             _ => (text, None),
         };
         if dir.is_empty() {
-            return Err(Error::BaseSpec {
+            return Err(Error::BaseNoFolder {
                 text: text.to_owned(),
-                reason: "it names no layout folder".to_owned(),
             });
         }
         let tag = tag
             .map(|t| {
-                t.parse::<Tag>().map_err(|e| Error::BaseSpec {
+                t.parse::<Tag>().map_err(|source| Error::BaseTagInvalid {
                     text: text.to_owned(),
-                    reason: e.to_string(),
+                    source,
                 })
             })
             .transpose()?;
@@ -83,7 +112,7 @@ pub fn read(spec: &BaseSpec, platforms: &[&Platform]) -> Result<Vec<BaseImage>, 
     let layout = Layout { spec };
     let marker = spec.dir.join(OCI_LAYOUT_FILE);
     if !marker.is_file() {
-        return Err(layout.error(&marker, "no oci-layout file: not an OCI image layout"));
+        return Err(layout.error(&marker, BaseProblem::NotALayout));
     }
     let index_path = spec.dir.join(INDEX_FILE);
     let index: ImageIndex = layout.json(&index_path, &layout.read(&index_path)?)?;
@@ -103,10 +132,7 @@ pub fn read(spec: &BaseSpec, platforms: &[&Platform]) -> Result<Vec<BaseImage>, 
             .collect(),
         None => Err(layout.error(
             &index_path,
-            &format!(
-                "its entry is a {}, not an image or an index",
-                entry.media_type
-            ),
+            BaseProblem::NotImageOrIndex(entry.media_type.clone()),
         )),
     }
 }
@@ -117,11 +143,11 @@ struct Layout<'a> {
 }
 
 impl Layout<'_> {
-    fn error(&self, path: &Path, reason: &str) -> Error {
+    fn error(&self, path: &Path, problem: BaseProblem) -> Error {
         Error::Base {
             base: self.spec.name(),
             path: path.to_owned(),
-            reason: reason.to_owned(),
+            problem: Box::new(problem),
         }
     }
 
@@ -130,27 +156,31 @@ impl Layout<'_> {
     }
 
     fn read(&self, path: &Path) -> Result<Vec<u8>, Error> {
-        fs::read(path).map_err(|e| self.error(path, &e.to_string()))
+        fs::read(path).map_err(|source| self.error(path, BaseProblem::Read(source)))
     }
 
     fn json<T: serde::de::DeserializeOwned>(&self, path: &Path, data: &[u8]) -> Result<T, Error> {
-        serde_json::from_slice(data).map_err(|e| self.error(path, &format!("not valid: {e}")))
+        serde_json::from_slice(data)
+            .map_err(|source| self.error(path, BaseProblem::NotJson(source)))
     }
 
     /// The file of blob `d`, present with `d`'s size and digest.
     fn present(&self, d: &Descriptor) -> Result<BlobFile, Error> {
         let path = self.blob_file(&d.digest);
         if d.digest.algorithm() != "sha256" {
-            return Err(self.error(&path, "only sha256 blobs are read"));
+            return Err(self.error(&path, BaseProblem::NotSha256));
         }
-        let file = BlobFile::hash(&path).map_err(|e| self.error(&path, &e.to_string()))?;
+        let file =
+            BlobFile::hash(&path).map_err(|source| self.error(&path, BaseProblem::Read(source)))?;
         if file.size != d.size || file.digest != d.digest {
             return Err(self.error(
                 &path,
-                &format!(
-                    "its bytes ({} bytes, {}) are not the {} bytes of {} its descriptor names",
-                    file.size, file.digest, d.size, d.digest
-                ),
+                BaseProblem::OtherBytes {
+                    size: file.size,
+                    digest: file.digest,
+                    named_size: d.size,
+                    named: d.digest.clone(),
+                },
             ));
         }
         Ok(file)
@@ -169,7 +199,7 @@ impl Layout<'_> {
         let Some(tag) = &self.spec.tag else {
             return match entries {
                 [one] => Ok(one),
-                [] => Err(self.error(path, "it lists no image")),
+                [] => Err(self.error(path, BaseProblem::NoImage)),
                 _ => Err(Error::BaseTag {
                     base: self.spec.dir.display().to_string(),
                     tag: None,
@@ -185,7 +215,7 @@ impl Layout<'_> {
         let mut matching = entries.iter().filter(names);
         match (matching.next(), matching.next()) {
             (Some(one), None) => Ok(one),
-            (Some(_), Some(_)) => Err(self.error(path, &format!("it tags {tag} twice"))),
+            (Some(_), Some(_)) => Err(self.error(path, BaseProblem::TaggedTwice(tag.clone()))),
             (None, _) => Err(Error::BaseTag {
                 base: self.spec.dir.display().to_string(),
                 tag: Some(tag.as_str().to_owned()),
@@ -232,7 +262,7 @@ impl Layout<'_> {
     fn image(&self, d: &Descriptor, platform: &Platform) -> Result<BaseImage, Error> {
         let path = self.blob_file(&d.digest);
         if manifest_kind(&d.media_type) != Some(ManifestKind::Image) {
-            return Err(self.error(&path, &format!("{} is not an image manifest", d.media_type)));
+            return Err(self.error(&path, BaseProblem::NotImage(d.media_type.clone())));
         }
         let manifest: ImageManifest = self.json(&path, &self.blob(d)?)?;
         let config_path = self.blob_file(&manifest.config.digest);

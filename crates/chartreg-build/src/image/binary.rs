@@ -179,9 +179,9 @@ pub fn inspect(binary: &Binary) -> Result<Option<Warning>, Error> {
         });
     }
     let data = ReadCache::new(file);
-    let not_elf = |e: object::read::Error| Error::NotElf {
+    let not_elf = |source: object::read::Error| Error::ElfUnreadable {
         path: path.clone(),
-        reason: e.to_string(),
+        source,
     };
     let (headers, class_64) = match FileKind::parse(&data) {
         Ok(FileKind::Elf64) => (headers::<elf::FileHeader64<Endianness>>(&data), true),
@@ -271,7 +271,10 @@ mod tests {
         let script = dir.path().join("script");
         std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
         let err = inspect(&binary(&script)).unwrap_err();
-        assert!(matches!(err, Error::NotElf { .. }), "{err}");
+        assert!(
+            matches!(err, Error::NotElf { .. } | Error::ElfUnreadable { .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("script"), "{err}");
         let err = inspect(&binary(dir.path())).unwrap_err();
         assert!(matches!(err, Error::NotElf { .. }), "{err}");

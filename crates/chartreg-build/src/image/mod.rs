@@ -93,6 +93,11 @@ pub enum Error {
     BinaryChanged { path: PathBuf, size: u64 },
     #[error("the binary {} is not an ELF executable ({reason})", path.display())]
     NotElf { path: PathBuf, reason: String },
+    #[error("the binary {} is not an ELF executable ({source})", path.display())]
+    ElfUnreadable {
+        path: PathBuf,
+        source: object::read::Error,
+    },
     #[error(
         "the binary {} is dynamically linked (it asks for {interpreter}): the image has no C library; build it static (RUSTFLAGS=-Ctarget-feature=+crt-static with --target, as `make image` does)",
         path.display()
@@ -102,13 +107,18 @@ pub enum Error {
     Created(u64),
     #[error("the label {key} is set from {from}, not by a label")]
     Label { key: String, from: &'static str },
-    #[error("`{text}` is not LAYOUT or LAYOUT:TAG: {reason}")]
-    BaseSpec { text: String, reason: String },
-    #[error("base image {base}: {}: {reason}", path.display())]
+    #[error("`{text}` is not LAYOUT or LAYOUT:TAG: it names no layout folder")]
+    BaseNoFolder { text: String },
+    #[error("`{text}` is not LAYOUT or LAYOUT:TAG: {source}")]
+    BaseTagInvalid {
+        text: String,
+        source: chartreg_core::oci::TagError,
+    },
+    #[error("base image {base}: {}: {problem}", path.display())]
     Base {
         base: String,
         path: PathBuf,
-        reason: String,
+        problem: Box<base::BaseProblem>,
     },
     #[error(
         "base image {base}: {} (it has {})",
