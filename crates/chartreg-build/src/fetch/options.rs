@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::failed::Failed;
+use super::failed::{Entry, Failed};
 use super::lists::{ChartsFile, ImagesFile};
+use super::problem::Problem;
 use super::transport::Transport;
 use super::verify::Verifier;
 use crate::lock::LockedChart;
@@ -81,6 +82,27 @@ pub(super) struct Lists<'a> {
 pub(super) struct Fetched<T> {
     pub(super) locked: BTreeMap<String, T>,
     pub(super) failures: Vec<Failed>,
+}
+
+impl<T> Fetched<T> {
+    /// Records the outcome of the entry `key`: what it locked, or why it failed (`entry` names
+    /// it in the failure).
+    pub(super) fn record(
+        &mut self,
+        key: String,
+        result: Result<T, Problem>,
+        entry: fn(String) -> Entry,
+    ) {
+        match result {
+            Ok(locked) => {
+                self.locked.insert(key, locked);
+            }
+            Err(problem) => self.failures.push(Failed {
+                entry: entry(key),
+                problem,
+            }),
+        }
+    }
 }
 
 impl<T> Default for Fetched<T> {

@@ -70,19 +70,14 @@ pub(super) async fn fetch_all(
             // An OCI repository has no index: its charts are tags.
             continue;
         }
-        match classic::repository(config, &options.transport) {
-            Ok(repo) => match repo.index().await {
-                Ok(index) => {
-                    indexes.insert(name.clone(), (repo, index));
-                }
-                Err(problem) => fetched.failures.push(Failed {
-                    entry: Entry::Repository {
-                        name: name.clone(),
-                        url: config.repo_url.clone(),
-                    },
-                    problem,
-                }),
-            },
+        let indexed = match classic::repository(config, &options.transport) {
+            Ok(repo) => repo.index().await.map(|index| (repo, index)),
+            Err(problem) => Err(problem),
+        };
+        match indexed {
+            Ok(indexed) => {
+                indexes.insert(name.clone(), indexed);
+            }
             Err(problem) => fetched.failures.push(Failed {
                 entry: Entry::Repository {
                     name: name.clone(),
@@ -111,16 +106,9 @@ pub(super) async fn fetch_all(
             .collect()
             .await;
     for (key, result) in results {
-        match result {
-            Ok(locked) => {
-                fetched.locked.insert(key, locked);
-            }
-            // A repository whose index failed is reported once, above.
-            Err(Problem::IndexFailed) => {}
-            Err(problem) => fetched.failures.push(Failed {
-                entry: Entry::Chart(key),
-                problem,
-            }),
+        // A repository whose index failed is reported once, above.
+        if !matches!(result, Err(Problem::IndexFailed)) {
+            fetched.record(key, result, Entry::Chart);
         }
     }
     fetched
@@ -134,15 +122,7 @@ pub(super) fn place_all(fetched: Fetched<Pending>) -> Fetched<LockedChart> {
         failures: fetched.failures,
     };
     for (key, chart) in fetched.locked {
-        match chart.place() {
-            Ok(locked) => {
-                placed.locked.insert(key, locked);
-            }
-            Err(problem) => placed.failures.push(Failed {
-                entry: Entry::Chart(key),
-                problem,
-            }),
-        }
+        placed.record(key, chart.place(), Entry::Chart);
     }
     placed
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use futures_util::StreamExt;
 
-use super::failed::{Entry, Failed};
+use super::failed::Entry;
 use super::lists::{self, ImageSource};
 use super::options::{Fetched, Lists, Options};
 use super::problem::Problem;
@@ -142,15 +142,7 @@ pub(super) async fn fetch_all(
             .collect()
             .await;
     for (key, result) in results.into_iter().flatten() {
-        match result {
-            Ok(locked) => {
-                fetched.locked.insert(key, locked);
-            }
-            Err(problem) => fetched.failures.push(Failed {
-                entry: Entry::Image(key),
-                problem,
-            }),
-        }
+        fetched.record(key, result, Entry::Image);
     }
     fetched
 }
