@@ -7,8 +7,9 @@ LISTEN ?= 0.0.0.0:5000
 TARGET_DIR = $(eval TARGET_DIR := $(shell CARGO=$(CARGO) scripts/target-dir.sh))$(or $(TARGET_DIR),$(error scripts/target-dir.sh found no target folder))
 # The build tool (runs on the build machine) and the server it compiles with the content inside
 # (statically linked: it goes into the image). The server is compiled as a team compiles it, by
-# `chartreg-build build`, from the kit (scripts/make-kit.sh) the tool finds beside itself
-# ($(TARGET_DIR)/share/chartreg/kit, as bin/../share/chartreg/kit in the release archive).
+# `chartreg-build build`, from the kit (scripts/make-kit.sh) at $(KIT): where the tool finds
+# it beside itself ($(TARGET_DIR)/share/chartreg/kit, as bin/../share/chartreg/kit in the
+# release archive), given as --kit so that KIT=... (with KIT_CACHE=...) shares another tree's.
 BUILD_TOOL = $(TARGET_DIR)/release/chartreg-build
 KIT = $(TARGET_DIR)/share/chartreg/kit
 BIN = $(TARGET_DIR)/server/chartreg
@@ -55,7 +56,7 @@ kit:
 # Pack, then compile the server with assets/ embedded (the folder beside $(CONTENT)), as a
 # team's build machine does.
 build: build-tool kit
-	'$(BUILD_TOOL)' build --config $(CONTENT) --out '$(BIN)' --cache '$(KIT_CACHE)'
+	'$(BUILD_TOOL)' build --config $(CONTENT) --kit '$(KIT)' --out '$(BIN)' --cache '$(KIT_CACHE)'
 
 # The release archive a build machine installs (the build tool, the kit, the deploy chart, the
 # licences, SHA256SUMS), made from the source release beside it (the tree without .git):
@@ -112,7 +113,8 @@ check: assets
 	$(CARGO) test --release --workspace $(CHECK_TESTS)
 
 # Every test. Never rewrites committed files (see assets-check). The static server is compiled
-# once, by `make build` (the image, the dist and builder-image tests use it or the archive);
+# by `make build` (the image tests use it; tests/make.rs shares its kit and cache) and cold from
+# the release archive in the builder image (dist.rs and builder_image.rs use the archive);
 # cargo test reuses the build tool `make build-tool` compiled (one feature set: see
 # crates/feature-set; scripts/one-compile.sh checks it) and builds what the in-process tests
 # link.

@@ -5,14 +5,17 @@
 //! - `make -n` shows, for each folder setting, the paths the recipes run (a table; instant).
 //! - One real `make image` in a copy of the source without `.git` (as a source release or
 //!   `git archive` has it) with `CARGO_TARGET_DIR` outside it, and `make run` there serving
-//!   what it built; then more runs on
-//!   that warm folder for the tag and labels: the same content gives the same tag, other content
-//!   (`CONTENT`, a content file elsewhere) another, compiling only the crate that embeds it,
-//!   `IMAGE_TAG` overrides, a bad `IMAGE_TAG` or `IMAGE_SOURCE` is refused leaving the previous
-//!   image, `revision` only from a clean work tree and `source` only as an http(s) URL without
-//!   credentials; `make image-containerfile` (buildah and the Containerfile) gives the same tag
-//!   and labels. The first run compiles the build tool and, through `chartreg-build build` from
-//!   the kit, the static server into the new folder; the other runs take seconds each.
+//!   what it built; then more runs on that warm folder for the tag and labels: the same content
+//!   gives the same tag, other content (`CONTENT`, a content file elsewhere) another, compiling
+//!   only the crate that embeds it, `IMAGE_TAG` overrides, a bad `IMAGE_TAG` or `IMAGE_SOURCE` is
+//!   refused leaving the previous image, `revision` only from a clean work tree and `source`
+//!   only as an http(s) URL without credentials; `make image-containerfile` (buildah and the
+//!   Containerfile) gives the same tag and labels. The first run compiles the build tool into
+//!   the new folder; the server is compiled by `chartreg-build build` from the kit the copy
+//!   makes, at the path and with the cache of the suite's own (`KIT=` and `KIT_CACHE=` on make's
+//!   command line, as checkouts of one tree share a cache): the copy's kit is the checkout's,
+//!   unchanged, so only the crate that embeds the content compiles (dist.rs and the builder
+//!   image compile a kit cold). Every binary and image is written into the new folder.
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
 #![cfg(test)]
 
@@ -36,10 +39,28 @@ fn make_in(tree: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     common::output_of(&mut cmd, &format!("make {}", args.join(" ")))
 }
 
-/// The command `make ARGS` in `tree` with only `env` of the variables this file is about set.
+/// The command `make ARGS` in `tree` with only `env` of the variables this file is about set,
+/// and none of those cargo sets for this test (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR` ...: a
+/// build machine's shell has none, and build scripts that watch them, ring's among them, would
+/// run again in a cache compiled without them).
 fn make_command(tree: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new("make");
     cmd.args(args).current_dir(tree);
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        let set_by_cargo = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+        ]
+        .iter()
+        .any(|prefix| text.starts_with(prefix))
+            || ["CARGO_TARGET_TMPDIR", "CARGO_PRIMARY_PACKAGE", "OUT_DIR"].contains(&&*text);
+        if set_by_cargo {
+            cmd.env_remove(&name);
+        }
+    }
     for name in [
         "MAKEFLAGS",
         "MFLAGS",
@@ -60,6 +81,17 @@ fn make_command(tree: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     }
     cmd.envs(env.iter().copied());
     cmd
+}
+
+/// The crates cargo compiled in a run, by name (`Compiling NAME VERSION ...` on stderr; the
+/// build tool is compiled quietly).
+fn compiled(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Compiling "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn stdout(out: &Output) -> String {
@@ -101,7 +133,7 @@ fn the_recipes_run_the_binaries_where_cargo_builds_them(
         ),
         format!("scripts/make-kit.sh '{folder}/share/chartreg/kit' "),
         format!(
-            "'{folder}/release/chartreg-build' build --config content.yaml --out '{folder}/server/chartreg' --cache '{folder}/kit-cache'\n"
+            "'{folder}/release/chartreg-build' build --config content.yaml --kit '{folder}/share/chartreg/kit' --out '{folder}/server/chartreg' --cache '{folder}/kit-cache'\n"
         ),
         format!("'{folder}/server/chartreg' serve --listen"),
         format!(
@@ -151,7 +183,32 @@ fn make_image(tree: &Path, out: &Path, env: &[(&str, &str)]) -> Output {
     let out = out.to_str().expect("UTF-8 temp path");
     let mut all = vec![("IMAGE_OUT", out)];
     all.extend_from_slice(env);
-    make_in(tree, &["image"], &all)
+    make_shared(tree, "image", &[], &all)
+}
+
+/// `make TARGET ARGS` in `tree` with the suite's kit and build cache ([`shared_kit`]).
+fn make_shared(tree: &Path, target: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = make_command(tree, &[target], env);
+    cmd.args(shared_kit()).args(args);
+    common::output_of(&mut cmd, &format!("make {target}"))
+}
+
+/// `KIT=` and `KIT_CACHE=` as the checkout's Makefile has them (under the folder
+/// scripts/target-dir.sh names for it), for make's command line in a copy of the tree.
+fn shared_kit() -> [String; 2] {
+    static TARGET: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let target = TARGET.get_or_init(|| {
+        let out = common::output_of(
+            Command::new(common::root().join("scripts/target-dir.sh")).current_dir(common::root()),
+            "scripts/target-dir.sh",
+        );
+        assert!(out.status.success(), "{}", common::describe(&out));
+        PathBuf::from(stdout(&out).trim_end())
+    });
+    [
+        format!("KIT={}", target.join("share/chartreg/kit").display()),
+        format!("KIT_CACHE={}", target.join("kit-cache").display()),
+    ]
 }
 
 fn read_image(skopeo: &Path, out: &Path) -> Image {
@@ -236,6 +293,13 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
         common::folder_content_digest(&common::root().join("assets")),
         "the copy packs what the checkout packs"
     );
+    if std::env::var("CI").as_deref() == Ok("true") {
+        // `make build` compiled the suite's kit before the tests: the copy's kit is that kit,
+        // and its cache leaves only the crate that embeds the copy's content to compile.
+        let said = String::from_utf8_lossy(&run.stderr);
+        assert!(said.contains("[kit] unchanged: "), "{said}");
+        assert_eq!(compiled(&run), ["chartreg-bin"], "{said}");
+    }
     let ran = stdout(&run);
     let tool = format!(
         "'{}/release/chartreg-build' build --config content.yaml",
@@ -404,14 +468,11 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
         ],
     );
     assert!(run.status.success(), "{}", common::describe(&run));
-    let compiled: Vec<&str> = std::str::from_utf8(&run.stderr)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("Compiling "))
-        .collect();
-    assert!(
-        compiled.len() == 1 && compiled[0].starts_with("chartreg-bin "),
-        "{compiled:?}"
+    assert_eq!(
+        compiled(&run),
+        ["chartreg-bin"],
+        "{}",
+        common::describe(&run)
     );
     let other_digest = common::folder_content_digest(&other.join("assets"));
     assert_ne!(other_digest, assets_digest);
@@ -426,9 +487,10 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
     // 8. The Containerfile with an engine (buildah): the same binary, tag and labels.
     let engine_out = tmp.path().join("containerfile");
     let out = engine_out.to_str().unwrap();
-    let run = make_in(
+    let run = make_shared(
         tree,
-        &["image-containerfile"],
+        "image-containerfile",
+        &[],
         &[("CARGO_TARGET_DIR", target_env), ("IMAGE_OUT", out)],
     );
     assert!(run.status.success(), "{}", common::describe(&run));
@@ -487,6 +549,7 @@ fn make_run_serves(tree: &Path, target_env: &str) {
         .port();
     let listen = format!("LISTEN=127.0.0.1:{port}");
     let mut cmd = make_command(tree, &["run", &listen], &[("CARGO_TARGET_DIR", target_env)]);
+    cmd.args(shared_kit());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut make = cmd
         .stdout(std::process::Stdio::null())

@@ -8,7 +8,10 @@
 //! chart package with a `v`-prefixed version (`helm package`) and a chart folder go in, and
 //! `build` compiles the server: the warm cache leaves only the crate that embeds the content to
 //! compile, as cargo's own output says; again after one more chart. The server it wrote runs on
-//! this machine (it is static) and lists every chart.
+//! this machine (it is static) and lists every chart, and `image` writes its image without
+//! compiling again. The warm cache is the release archive's one cold compile in the suite
+//! (offline, empty `CARGO_HOME`, every dependency from the kit's vendored source): its
+//! dependency information names the kit's sources.
 //!
 //! Runs as root (chroot, namespaces); skipped otherwise, and without the layout or the tools,
 //! except under `CI=true`, where each of those fails.
@@ -236,6 +239,11 @@ fn the_builder_image_builds_a_content_repository_offline_from_its_warm_cache() {
         unshare: &unshare,
         env,
     };
+    // The warm cache is the release archive's cold compile (make-builder-image.sh's warm-up,
+    // offline, with an empty CARGO_HOME): every dependency of the server, and the kit's own
+    // crates, compiled from the kit's vendored source at the path the tool has in the image.
+    warm_cache_was_compiled_from_the_kit(rootfs.path());
+
     let out = container.run(&["chartreg-build", "init", "/work/team"]);
     assert!(out.status.success(), "init: {}", describe(&out));
 
@@ -289,6 +297,100 @@ fn the_builder_image_builds_a_content_repository_offline_from_its_warm_cache() {
                 .iter()
                 .any(|(r, t)| (r.as_str(), t.as_str()) == chart),
             "{chart:?} in {listed:?}"
+        );
+    }
+
+    // Static: no interpreter, no shared library (it runs on this machine and in a scratch image).
+    if let Some(readelf) = tool("readelf") {
+        let headers = Command::new(readelf)
+            .args(["--program-headers", "--dynamic"])
+            .arg(&server)
+            .output()
+            .expect("readelf runs");
+        let headers = String::from_utf8_lossy(&headers.stdout);
+        assert!(
+            !headers.contains("program interpreter") && !headers.contains("(NEEDED)"),
+            "statically linked: {headers}"
+        );
+    }
+    // Nothing came from a registry: cargo's home in the image holds none.
+    assert!(
+        !rootfs.path().join("root/.cargo/registry").exists(),
+        "nothing was downloaded into CARGO_HOME"
+    );
+
+    // The image from the content file: the binary is up to date (nothing compiled); the layout
+    // is written, tagged with the version and the content digest, as the tag file says.
+    let out = container.run(&[
+        "chartreg-build",
+        "image",
+        "--config",
+        "/work/team/content.yaml",
+        "--out",
+        "/work/team/image",
+        "--tag-file",
+        "/work/team/image.tag",
+    ]);
+    assert!(out.status.success(), "image: {}", describe(&out));
+    assert_eq!(compiled(&out), Vec::<String>::new(), "{}", describe(&out));
+    let team = rootfs.path().join("work/team");
+    let tag = fs::read_to_string(team.join("image.tag")).expect("image wrote its tag file");
+    let tag = tag.trim_end();
+    assert!(
+        tag.starts_with(&format!("{}-", env!("CARGO_PKG_VERSION"))),
+        "{tag}"
+    );
+    let index = fs::read_to_string(team.join("image/index.json")).expect("a layout");
+    assert!(index.contains(&format!("\"{tag}\"")), "{index}");
+    if let Some(skopeo) = tool("skopeo") {
+        let inspect = Command::new(skopeo)
+            .arg("inspect")
+            .arg(format!("oci:{}:{tag}", team.join("image").display()))
+            .output()
+            .expect("skopeo runs");
+        assert!(inspect.status.success(), "{}", describe(&inspect));
+        let text = String::from_utf8_lossy(&inspect.stdout);
+        assert!(text.contains("io.chartreg.content.digest"), "{text}");
+    }
+}
+
+/// The warm cache in the unpacked image `rootfs` holds what a cold compile of the image's kit
+/// leaves: the dependency information of the server's dependencies (actix-web, rustls) naming
+/// their source in the kit's `vendor/`, and of the kit's own crates (chartreg-core).
+fn warm_cache_was_compiled_from_the_kit(rootfs: &Path) {
+    let kit = "/opt/chartreg-build/share/chartreg/kit";
+    let kit_id = fs::read_to_string(rootfs.join(kit.trim_start_matches('/')).join("KIT_ID"))
+        .expect("the image holds the kit's KIT_ID");
+    let host = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let deps = rootfs.join(format!(
+        "var/cache/chartreg/build-{}/{host}/release/deps",
+        kit_id.trim_end()
+    ));
+    let infos: Vec<(String, String)> = fs::read_dir(&deps)
+        .unwrap_or_else(|e| panic!("{}: {e}", deps.display()))
+        .map(|e| e.expect("a cache entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "d"))
+        .map(|p| {
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let text = fs::read_to_string(&p).unwrap_or_default();
+            (name, text)
+        })
+        .collect();
+    for (krate, source) in [
+        ("actix_web-", format!("{kit}/vendor/actix-web")),
+        ("rustls-", format!("{kit}/vendor/rustls")),
+        ("chartreg_core-", "crates/core/src/lib.rs".to_owned()),
+    ] {
+        assert!(
+            infos
+                .iter()
+                .any(|(name, text)| name.starts_with(krate) && text.contains(&source)),
+            "no {krate}*.d naming {source} in {}",
+            deps.display()
         );
     }
 }
