@@ -68,6 +68,7 @@ fn make_command(tree: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
         "CARGO_MAKEFLAGS",
         "CARGO_TARGET_DIR",
         "CARGO_BUILD_TARGET_DIR",
+        "CARGO_BUILD_BUILD_DIR",
         "CHARTREG_ASSETS",
         "CONTENT",
         "CONTAINER_ENGINE",
@@ -186,29 +187,71 @@ fn make_image(tree: &Path, out: &Path, env: &[(&str, &str)]) -> Output {
     make_shared(tree, "image", &[], &all)
 }
 
-/// `make TARGET ARGS` in `tree` with the suite's kit and build cache ([`shared_kit`]).
+/// `make TARGET ARGS` in `tree`, a copy of the checkout, sharing the checkout's compiles
+/// ([`share_the_checkouts_compiles`]).
 fn make_shared(tree: &Path, target: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = make_command(tree, &[target], env);
-    cmd.args(shared_kit()).args(args);
+    share_the_checkouts_compiles(&mut cmd);
+    cmd.args(args);
     common::output_of(&mut cmd, &format!("make {target}"))
 }
 
-/// `KIT=` and `KIT_CACHE=` as the checkout's Makefile has them (under the folder
-/// scripts/target-dir.sh names for it), for make's command line in a copy of the tree.
-fn shared_kit() -> [String; 2] {
+/// The checkout's target folder, as scripts/target-dir.sh names it for the Makefile.
+fn checkout_target() -> &'static Path {
     static TARGET: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let target = TARGET.get_or_init(|| {
+    TARGET.get_or_init(|| {
         let out = common::output_of(
             Command::new(common::root().join("scripts/target-dir.sh")).current_dir(common::root()),
             "scripts/target-dir.sh",
         );
         assert!(out.status.success(), "{}", common::describe(&out));
         PathBuf::from(stdout(&out).trim_end())
-    });
-    [
-        format!("KIT={}", target.join("share/chartreg/kit").display()),
-        format!("KIT_CACHE={}", target.join("kit-cache").display()),
-    ]
+    })
+}
+
+/// Makes `cmd` (make in a copy of the checkout) share what the checkout compiled, leaving
+/// every binary and image in the copy's own target folder: the kit and its cache (`KIT=` and
+/// `KIT_CACHE=` on make's command line, as the checkout's Makefile has them), and cargo's
+/// intermediate artifacts (`CARGO_BUILD_BUILD_DIR`, the checkout's target folder: the copy's
+/// crates compile under their own hashes, its dependencies are the checkout's).
+fn share_the_checkouts_compiles(cmd: &mut Command) {
+    let target = checkout_target();
+    cmd.arg(format!(
+        "KIT={}",
+        target.join("share/chartreg/kit").display()
+    ))
+    .arg(format!("KIT_CACHE={}", target.join("kit-cache").display()))
+    .env("CARGO_BUILD_BUILD_DIR", target);
+}
+
+/// A folder at a path that stays the same for a checkout (so that the copy's crates, compiled
+/// into the checkout's build folder under hashes of their path, replace their own artifacts
+/// run after run), emptied when made and when dropped.
+struct SteadyDir(PathBuf);
+
+impl SteadyDir {
+    fn new(what: &str) -> SteadyDir {
+        use sha2::Digest;
+        let root = common::root();
+        let key = sha2::Sha256::digest(root.as_os_str().as_encoded_bytes());
+        let hex: String = key[..6].iter().map(|b| format!("{b:02x}")).collect();
+        let path = std::env::temp_dir().join(format!("chartreg-{what}-{hex}"));
+        if path.exists() {
+            std::fs::remove_dir_all(&path).unwrap();
+        }
+        std::fs::create_dir_all(&path).unwrap();
+        SteadyDir(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for SteadyDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn read_image(skopeo: &Path, out: &Path) -> Image {
@@ -269,7 +312,7 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
         tools.push(path);
     }
     let skopeo = tools[2].clone();
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = SteadyDir::new("make-test");
     assert!(
         !tmp.path().starts_with(common::root()),
         "a folder outside the tree"
@@ -281,9 +324,9 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
     let target = tmp.path().join("cargo-target");
     let target_env = target.to_str().unwrap();
 
-    // 1. The real run, in the copy: the build tool and the static server built into, and run
-    //    from, the folder outside the tree; the image tagged with the version and the content
-    //    digest, with no revision (there is no git).
+    // 1. The real run, in the copy: the build tool and the static server written into, and run
+    //    from, the folder outside the tree (compiled sharing the checkout's compiles); the
+    //    image tagged with the version and the content digest, with no revision (no git).
     let first_out = tmp.path().join("first");
     let run = make_image(tree, &first_out, &[("CARGO_TARGET_DIR", target_env)]);
     assert!(run.status.success(), "{}", common::describe(&run));
@@ -549,7 +592,7 @@ fn make_run_serves(tree: &Path, target_env: &str) {
         .port();
     let listen = format!("LISTEN=127.0.0.1:{port}");
     let mut cmd = make_command(tree, &["run", &listen], &[("CARGO_TARGET_DIR", target_env)]);
-    cmd.args(shared_kit());
+    share_the_checkouts_compiles(&mut cmd);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut make = cmd
         .stdout(std::process::Stdio::null())

@@ -186,6 +186,8 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
         .env_from_parent_where(toolchain::passes_to_toolchain)
         .env("CHARTREG_ASSETS", &assets)
         .env("CARGO_TARGET_DIR", &target_dir)
+        // Intermediate artifacts in the cache too, whatever cargo's configuration says.
+        .env("CARGO_BUILD_BUILD_DIR", &target_dir)
         // The target's crates only (with --target, build scripts and proc macros are not).
         .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+crt-static")
         .stdout(Sink::Forward)

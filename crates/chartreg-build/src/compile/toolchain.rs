@@ -195,8 +195,12 @@ const ASK_LIMITS: Limits = Limits {
 
 /// Whether the toolchain (cargo, rustc, rustup's proxies, the C compiler cc-rs drives, a
 /// compiler cache) is given this process's variable `key`: where they are and how they are
-/// set up, nothing else. `CARGO_BUILD_TARGET*` and `RUSTFLAGS` are left out: the compile names
-/// its target, target folder and flags itself.
+/// set up, nothing else. `CARGO_BUILD_TARGET*`, `CARGO_BUILD_BUILD_DIR` and `RUSTFLAGS` are
+/// left out: the compile names its target, folders and flags itself. So are the variables cargo
+/// sets for a crate it builds or runs (`CARGO_PKG_*`, `CARGO_MANIFEST_*` ..., present when this
+/// tool runs under `cargo run`, a test or a build script): build scripts watch some of them
+/// (ring's does), and one that differs from the cache's compile reruns them and recompiles
+/// every crate after them.
 pub(super) fn passes_to_toolchain(key: &str) -> bool {
     const EXACT: [&str; 12] = [
         "PATH",
@@ -226,7 +230,21 @@ pub(super) fn passes_to_toolchain(key: &str) -> bool {
         "CHARTREG_",
         "XDG_CACHE_HOME",
     ];
-    if key.starts_with("CARGO_BUILD_TARGET") {
+    const SET_BY_CARGO: [&str; 4] = [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+    ];
+    if key.starts_with("CARGO_BUILD_TARGET")
+        || SET_BY_CARGO.iter().any(|p| key.starts_with(p))
+        || [
+            "CARGO_BUILD_BUILD_DIR",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_TARGET_TMPDIR",
+        ]
+        .contains(&key)
+    {
         return false;
     }
     EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p))
@@ -274,6 +292,17 @@ mod tests {
     #[case("CC_aarch64_unknown_linux_gnu", true)]
     #[case("CARGO_BUILD_TARGET", false)]
     #[case("CARGO_BUILD_TARGET_DIR", false)]
+    #[case("CARGO_BUILD_BUILD_DIR", false)]
+    #[case("CARGO_PKG_NAME", false)]
+    #[case("CARGO_PKG_VERSION_MAJOR", false)]
+    #[case("CARGO_MANIFEST_DIR", false)]
+    #[case("CARGO_MANIFEST_LINKS", false)]
+    #[case("CARGO_CRATE_NAME", false)]
+    #[case("CARGO_BIN_EXE_chartreg", false)]
+    #[case("CARGO_PRIMARY_PACKAGE", false)]
+    #[case("CARGO_TARGET_TMPDIR", false)]
+    #[case("CARGO_NET_OFFLINE", true)]
+    #[case("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER", true)]
     #[case("RUSTFLAGS", false)]
     #[case("HELM_PLUGINS", false)]
     #[case("KUBECONFIG", false)]
