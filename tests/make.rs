@@ -10,12 +10,15 @@
 //!   only the crate that embeds it, `IMAGE_TAG` overrides, a bad `IMAGE_TAG` or `IMAGE_SOURCE` is
 //!   refused leaving the previous image, `revision` only from a clean work tree and `source`
 //!   only as an http(s) URL without credentials; `make image-containerfile` (buildah and the
-//!   Containerfile) gives the same tag and labels. The first run compiles the build tool into
-//!   the new folder; the server is compiled by `chartreg-build build` from the kit the copy
-//!   makes, at the path and with the cache of the suite's own (`KIT=` and `KIT_CACHE=` on make's
-//!   command line, as checkouts of one tree share a cache): the copy's kit is the checkout's,
-//!   unchanged, so only the crate that embeds the content compiles (dist.rs and the builder
-//!   image compile a kit cold). Every binary and image is written into the new folder.
+//!   Containerfile) gives the same tag and labels. The copy shares what the checkout compiled:
+//!   cargo's intermediate artifacts (`CARGO_BUILD_BUILD_DIR`, the checkout's: cargo names a
+//!   workspace's crates by their path in it, and the copy's files keep their times, so its
+//!   crates are the checkout's, fresh, and the build tool is only written into the new folder),
+//!   and the kit and its cache (`KIT=` and `KIT_CACHE=` on make's command line): the kit the
+//!   copy makes is the checkout's, unchanged, and only the crate that embeds the content
+//!   compiles (the builder image compiles the release archive's kit cold). Under `CI=true` the
+//!   test checks both, and that the copy compiled none of the checkout's units again.
+//!   Every binary and image is written into the new folder.
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
 #![cfg(test)]
 
@@ -40,27 +43,11 @@ fn make_in(tree: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 /// The command `make ARGS` in `tree` with only `env` of the variables this file is about set,
-/// and none of those cargo sets for this test (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR` ...: a
-/// build machine's shell has none, and build scripts that watch them, ring's among them, would
-/// run again in a cache compiled without them).
+/// and none of those cargo sets for this test (a build machine's shell has none).
 fn make_command(tree: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new("make");
     cmd.args(args).current_dir(tree);
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        let set_by_cargo = [
-            "CARGO_PKG_",
-            "CARGO_MANIFEST_",
-            "CARGO_CRATE_",
-            "CARGO_BIN_",
-        ]
-        .iter()
-        .any(|prefix| text.starts_with(prefix))
-            || ["CARGO_TARGET_TMPDIR", "CARGO_PRIMARY_PACKAGE", "OUT_DIR"].contains(&&*text);
-        if set_by_cargo {
-            cmd.env_remove(&name);
-        }
-    }
+    common::without_cargos_test_variables(&mut cmd);
     for name in [
         "MAKEFLAGS",
         "MFLAGS",
@@ -212,8 +199,7 @@ fn checkout_target() -> &'static Path {
 /// Makes `cmd` (make in a copy of the checkout) share what the checkout compiled, leaving
 /// every binary and image in the copy's own target folder: the kit and its cache (`KIT=` and
 /// `KIT_CACHE=` on make's command line, as the checkout's Makefile has them), and cargo's
-/// intermediate artifacts (`CARGO_BUILD_BUILD_DIR`, the checkout's target folder: the copy's
-/// crates compile under their own hashes, its dependencies are the checkout's).
+/// intermediate artifacts (`CARGO_BUILD_BUILD_DIR`, the checkout's target folder).
 fn share_the_checkouts_compiles(cmd: &mut Command) {
     let target = checkout_target();
     cmd.arg(format!(
@@ -224,34 +210,26 @@ fn share_the_checkouts_compiles(cmd: &mut Command) {
     .env("CARGO_BUILD_BUILD_DIR", target);
 }
 
-/// A folder at a path that stays the same for a checkout (so that the copy's crates, compiled
-/// into the checkout's build folder under hashes of their path, replace their own artifacts
-/// run after run), emptied when made and when dropped.
-struct SteadyDir(PathBuf);
-
-impl SteadyDir {
-    fn new(what: &str) -> SteadyDir {
-        use sha2::Digest;
-        let root = common::root();
-        let key = sha2::Sha256::digest(root.as_os_str().as_encoded_bytes());
-        let hex: String = key[..6].iter().map(|b| format!("{b:02x}")).collect();
-        let path = std::env::temp_dir().join(format!("chartreg-{what}-{hex}"));
-        if path.exists() {
-            std::fs::remove_dir_all(&path).unwrap();
+/// The checkout's compile fingerprints (cargo's record of each unit it compiled, under the
+/// build folder's `release/.fingerprint`): each file's path, length and time. A unit compiled
+/// again rewrites its files.
+fn checkouts_fingerprints() -> std::collections::BTreeMap<PathBuf, (u64, std::time::SystemTime)> {
+    fn walk(
+        dir: &Path,
+        into: &mut std::collections::BTreeMap<PathBuf, (u64, std::time::SystemTime)>,
+    ) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                walk(&entry.path(), into);
+            } else {
+                into.insert(entry.path(), (meta.len(), meta.modified().unwrap()));
+            }
         }
-        std::fs::create_dir_all(&path).unwrap();
-        SteadyDir(path)
     }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for SteadyDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    let mut found = std::collections::BTreeMap::new();
+    walk(&checkout_target().join("release/.fingerprint"), &mut found);
+    found
 }
 
 fn read_image(skopeo: &Path, out: &Path) -> Image {
@@ -312,7 +290,7 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
         tools.push(path);
     }
     let skopeo = tools[2].clone();
-    let tmp = SteadyDir::new("make-test");
+    let tmp = tempfile::tempdir().unwrap();
     assert!(
         !tmp.path().starts_with(common::root()),
         "a folder outside the tree"
@@ -323,6 +301,7 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
     let tree = tree.as_path();
     let target = tmp.path().join("cargo-target");
     let target_env = target.to_str().unwrap();
+    let fingerprints = checkouts_fingerprints();
 
     // 1. The real run, in the copy: the build tool and the static server written into, and run
     //    from, the folder outside the tree (compiled sharing the checkout's compiles); the
@@ -342,6 +321,20 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
         let said = String::from_utf8_lossy(&run.stderr);
         assert!(said.contains("[kit] unchanged: "), "{said}");
         assert_eq!(compiled(&run), ["chartreg-bin"], "{said}");
+        // The copy's crates were the checkout's, fresh: its build compiled none of the
+        // checkout's units again (one compiled again would leave the checkout's next build
+        // recompiling all that depends on it).
+        let after = checkouts_fingerprints();
+        let units: std::collections::BTreeSet<String> = fingerprints
+            .iter()
+            .filter(|(path, was)| after.get(*path) != Some(was))
+            .filter_map(|(path, _)| path.parent()?.file_name())
+            .map(|unit| unit.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            units.is_empty(),
+            "compiled again in the checkout: {units:?}"
+        );
     }
     let ran = stdout(&run);
     let tool = format!(
@@ -550,7 +543,8 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
 }
 
 /// Copies the files git tracks in the checkout (as they are in the work tree) to `to`: the tree
-/// a source release or `git archive` holds, with no `.git`.
+/// a source release or `git archive` holds, with no `.git`, each file with its time (as tar
+/// unpacks them), so that cargo finds the copy's crates as fresh as the checkout's.
 fn git_less_copy(to: &Path) {
     let out = Command::new("git")
         .args(["ls-files", "-z", "--cached"])
@@ -571,6 +565,8 @@ fn git_less_copy(to: &Path) {
             std::os::unix::fs::symlink(std::fs::read_link(&from).unwrap(), &dest).unwrap();
         } else {
             std::fs::copy(&from, &dest).unwrap();
+            let file = std::fs::File::options().write(true).open(&dest).unwrap();
+            file.set_modified(meta.modified().unwrap()).unwrap();
         }
         copied += 1;
     }

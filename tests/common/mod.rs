@@ -26,6 +26,29 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Removes from `cmd`'s environment the variables cargo sets for this test (`CARGO_PKG_NAME`,
+/// `CARGO_MANIFEST_DIR` ...), for a cargo it runs that shares the checkout's build folder: build
+/// scripts watch some of them (ring's does), and one that differs from the checkout's compile
+/// reruns them and recompiles every crate after them there.
+pub fn without_cargos_test_variables(cmd: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        let set_by_cargo = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+        ]
+        .iter()
+        .any(|prefix| text.starts_with(prefix))
+            || ["CARGO_TARGET_TMPDIR", "CARGO_PRIMARY_PACKAGE", "OUT_DIR"].contains(&&*text);
+        if set_by_cargo {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd
+}
+
 /// `chartreg-build ARGS` (the build tool's binary); fails the test, showing its output, unless
 /// it succeeds.
 pub fn chartreg_build(args: &[&str]) -> std::process::Output {

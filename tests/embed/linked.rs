@@ -133,7 +133,8 @@ fn large_files_are_linked_in_and_served_exactly() {
 /// The object the build wrote for the file whose digest is `digest` (`sha256:<hex>`).
 fn object_of(digest: &str) -> PathBuf {
     let name = format!("{}.o", digest.trim_start_matches("sha256:"));
-    let build = common::root().join("target/embed-test/debug/build");
+    let (build_dir, profile) = super::build_folder();
+    let build = build_dir.join(profile).join("build");
     fs::read_dir(&build)
         .unwrap()
         .flatten()

@@ -8,9 +8,13 @@
 //! `addons`: `addons-config` names the versions Helm 3 and 4 pull without `--version`.
 //! `chart_images`: the images each chart version needs, listed by `ls` and checked at start-up.
 //!
-//! Builds go to their own target folder (`target/embed-test`), one at a time, and each binary
-//! is copied out before use, so that they never disturb the binary the other tests run or each
-//! other.
+//! Builds run one at a time, with the profile this test was compiled with, and write their
+//! binary into a target folder of their own (`target/embed-test`), from which each is copied
+//! out before use, so that they never disturb the binary the other tests run or each other.
+//! Their intermediate artifacts are the checkout's (cargo's build folder, where this test was
+//! compiled): the server's dependencies are compiled already, and only the crate that embeds
+//! the content compiles, as a team's build does. (The checkout's own `chartreg` keeps its file:
+//! the linker writes a new one; the next build in the checkout recompiles that crate alone.)
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
 #![cfg(test)]
 
@@ -75,10 +79,18 @@ fn build_now(assets: &Path, env: &[(&str, &str)]) -> PathBuf {
 /// printed (the build script's warnings among it).
 fn build_logged(assets: &Path, env: &[(&str, &str)]) -> (PathBuf, String) {
     let target = common::root().join("target/embed-test");
+    let (build_dir, profile) = build_folder();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["build", "--locked", "--bin", "chartreg", "--target-dir"])
+    let mut cmd = Command::new(cargo);
+    common::without_cargos_test_variables(&mut cmd)
+        .args(["build", "--locked", "--bin", "chartreg"]);
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    let out = cmd
+        .arg("--target-dir")
         .arg(&target)
+        .env("CARGO_BUILD_BUILD_DIR", build_dir)
         .env("CHARTREG_ASSETS", assets)
         .env_remove("CHARTREG_LINK_THRESHOLD")
         .envs(env.iter().copied())
@@ -92,8 +104,30 @@ fn build_logged(assets: &Path, env: &[(&str, &str)]) -> (PathBuf, String) {
     );
     let name = assets.file_name().unwrap().to_string_lossy();
     let copy = assets.with_file_name(format!("chartreg-{name}"));
-    fs::copy(target.join("debug/chartreg"), &copy).unwrap();
+    fs::copy(target.join(profile).join("chartreg"), &copy).unwrap();
     (copy, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Cargo's build folder this test was compiled in, and the profile's folder name in it
+/// (`release` or `debug`): the test runs from `BUILD_DIR/PROFILE/deps/`.
+fn build_folder() -> (PathBuf, String) {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test runs from BUILD_DIR/PROFILE/deps");
+    let profile = profile_dir
+        .file_name()
+        .expect("a profile folder")
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        profile == "release" || profile == "debug",
+        "{}: not in cargo's build folder",
+        exe.display()
+    );
+    let build_dir = profile_dir.parent().expect("a build folder").to_owned();
+    (build_dir, profile)
 }
 
 fn listed(bin: &Path) -> Vec<String> {
