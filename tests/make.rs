@@ -164,7 +164,7 @@ impl Image {
 fn image(tree: &Path, skopeo: &Path, out: &Path, env: &[(&str, &str)]) -> Image {
     let run = make_image(tree, out, env);
     assert!(run.status.success(), "{}", common::describe(&run));
-    read_image(skopeo, out)
+    read_image(skopeo, out, true)
 }
 
 fn make_image(tree: &Path, out: &Path, env: &[(&str, &str)]) -> Output {
@@ -232,22 +232,29 @@ fn checkouts_fingerprints() -> std::collections::BTreeMap<PathBuf, (u64, std::ti
     found
 }
 
-fn read_image(skopeo: &Path, out: &Path) -> Image {
+/// `attached`: whether the image carries its SBOM (`chartreg-build image` attaches it; an
+/// engine's build from the Containerfile does not).
+fn read_image(skopeo: &Path, out: &Path, attached: bool) -> Image {
     let tag = std::fs::read_to_string(out.join("tag")).expect("make image wrote its tag");
     let tag = tag.trim_end().to_owned();
     let index: Value =
         serde_json::from_slice(&std::fs::read(out.join("oci/index.json")).unwrap()).unwrap();
-    let names: Vec<&Value> = index["manifests"]
-        .as_array()
-        .unwrap()
+    let entries = index["manifests"].as_array().unwrap();
+    let names: Vec<&Value> = entries
         .iter()
         .map(|m| &m["annotations"]["org.opencontainers.image.ref.name"])
+        .filter(|name| !name.is_null())
         .collect();
     assert_eq!(
         names,
         [&Value::from(tag.clone())],
         "the layout holds the tag"
     );
+    let sboms = entries
+        .iter()
+        .filter(|m| m["artifactType"] == "application/spdx+json")
+        .count();
+    assert_eq!(sboms, usize::from(attached), "the image's SBOM: {index}");
     let labels = labels(skopeo, &out.join("oci"), &tag);
     Image { tag, labels }
 }
@@ -346,7 +353,7 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
     let static_bin: PathBuf = target.join("server/chartreg");
     assert!(static_bin.is_file(), "no {}", static_bin.display());
     assert_eq!(common::content_digest_of(&static_bin), assets_digest);
-    let first = read_image(&skopeo, &first_out);
+    let first = read_image(&skopeo, &first_out, true);
     assert_eq!(first.tag, tag_for(&assets_digest));
     assert_eq!(
         first.label("org.opencontainers.image.version"),
@@ -414,7 +421,7 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
         assert!(!refused.status.success(), "{setting}={value} was taken");
         let said = String::from_utf8_lossy(&refused.stderr);
         assert!(said.contains(&format!("{setting}={value}")), "{said}");
-        assert_eq!(read_image(&skopeo, &named_out).tag, "review-7");
+        assert_eq!(read_image(&skopeo, &named_out, true).tag, "review-7");
     }
 
     // 5. A clean work tree (a repository whose commit holds the checkout as it is): the
@@ -512,7 +519,7 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
     );
     let other_digest = common::folder_content_digest(&other.join("assets"));
     assert_ne!(other_digest, assets_digest);
-    let changed = read_image(&skopeo, &tmp.path().join("changed"));
+    let changed = read_image(&skopeo, &tmp.path().join("changed"), true);
     assert_eq!(changed.tag, tag_for(&other_digest));
     assert_ne!(changed.tag, first.tag);
     assert_eq!(
@@ -530,7 +537,7 @@ fn make_image_outside_the_tree_tags_and_labels_the_content() {
         &[("CARGO_TARGET_DIR", target_env), ("IMAGE_OUT", out)],
     );
     assert!(run.status.success(), "{}", common::describe(&run));
-    let built = read_image(&skopeo, &engine_out);
+    let built = read_image(&skopeo, &engine_out, false);
     assert_eq!(built.tag, first.tag);
     for label in [
         "org.opencontainers.image.version",

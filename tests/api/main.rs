@@ -13,6 +13,7 @@ mod namespaces;
 mod pages;
 mod referrers;
 mod requests;
+mod sbom;
 mod verified;
 
 use std::collections::BTreeMap;

@@ -175,7 +175,7 @@ async fn a_repository_page_shows_each_versions_details() {
 }
 
 /// A chart whose metadata is hostile markup, packed from a folder.
-fn hostile_registry() -> Registry {
+pub(super) fn hostile_registry() -> Registry {
     let dir = tempfile::tempdir().unwrap();
     let folder = common::chart_folder(dir.path(), "evil", "1.0.0");
     std::fs::write(

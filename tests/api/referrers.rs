@@ -4,7 +4,7 @@ use super::*;
 
 /// `test/refs`: an image `v1`, an SBOM and a signature whose subject is `v1`, and a chart-like
 /// artifact with no artifactType (its config media type stands in).
-fn referrers_registry() -> (Registry, Descriptor, Vec<Descriptor>) {
+pub(super) fn referrers_registry() -> (Registry, Descriptor, Vec<Descriptor>) {
     let mut layout = LayoutBuilder::new("test/refs");
     let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
     let layer = layout.blob("application/vnd.oci.image.layer.v1.tar", b"layer".to_vec());

@@ -15,13 +15,15 @@ use chartreg_core::content::HeldFile;
 
 use super::{root, sha256};
 
-/// An external tool: Helm from `.tools/` (`helm3`, `helm4`), anything else from PATH.
+/// An external tool: Helm from `.tools/` (`helm3`, `helm4`), the Python tools from `.tools/bin`
+/// (`pyspdxtools`), anything else from PATH.
 /// Missing: under `CI=true` the test fails; elsewhere it is skipped with a note.
 pub fn tool(name: &str) -> Option<PathBuf> {
     let found = match name {
         "helm3" | "helm4" => {
             Some(root().join(".tools").join(name).join("helm")).filter(|p| p.is_file())
         }
+        "pyspdxtools" => Some(root().join(".tools/bin").join(name)).filter(|p| p.is_file()),
         _ => std::env::var_os("PATH").and_then(|paths| {
             std::env::split_paths(&paths)
                 .map(|dir| dir.join(name))
@@ -37,6 +39,23 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         eprintln!("SKIPPED: {name} is not installed; run scripts/install-tools.sh");
     }
     found
+}
+
+/// Whether SPDX's own validator (`pyspdxtools -i`, spdx-tools) takes `document` as a valid
+/// SPDX 2.3 document; `None` when it is missing (under `CI=true` the test fails). Its output
+/// names every problem.
+pub fn spdx_validated(document: &Path) -> Option<Result<(), String>> {
+    let validator = tool("pyspdxtools")?;
+    let done = output_of(
+        Command::new(validator).arg("-i").arg(document),
+        "pyspdxtools",
+    );
+    let said = describe(&done);
+    Some(if done.status.success() && !said.contains("invalid") {
+        Ok(())
+    } else {
+        Err(said)
+    })
 }
 
 /// The signature fixtures: `tests/fixtures/signing/sign.py` (Python's cryptography, an

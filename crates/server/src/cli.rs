@@ -209,6 +209,10 @@ pub struct LsArgs {
     /// prints for every embedded file, sorted by path (`make image` tags the image with it).
     #[arg(long, conflicts_with = "json")]
     pub content_digest: bool,
+    /// Print only the SBOM (SPDX 2.3 JSON): what the binary serves and the crates it is made
+    /// of, as `/sbom.spdx.json` serves it (`chartreg-build image` attaches it to the image).
+    #[arg(long, conflicts_with_all = ["json", "content_digest"])]
+    pub sbom: bool,
 }
 
 /// Parses `args`, runs the command over `content`, and says how it went.
@@ -263,6 +267,8 @@ enum CommandError {
     #[error(transparent)]
     Unreadable(#[from] chartreg_core::content::Unreadable),
     #[error(transparent)]
+    Sbom(#[from] crate::web::sbom::SbomError),
+    #[error(transparent)]
     Mapping(#[from] addons::MappingError),
     #[error(transparent)]
     Addons(#[from] addons::AddonsError),
@@ -299,6 +305,14 @@ fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandErr
         };
     }
     let registry = load(content)?;
+    if args.sbom {
+        let overview = crate::web::model::Overview::of(&registry)?;
+        let sbom = crate::web::sbom::document(&registry, &overview, crate::this_build::get())?;
+        return match std::io::stdout().lock().write_all(&sbom) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other.map_err(CommandError::Listing),
+        };
+    }
     let rows = inspect::rows(&registry)?;
     let mut out = std::io::stdout().lock();
     let written = if args.json {

@@ -18,11 +18,14 @@
 //! - [`versions`] orders chart versions as Helm does, and names the one Helm takes by default
 //!   with [`go_sort`] (Go's unstable sort, step for step).
 //! - [`cli`] is the command line: `serve`, `ls`, `verify`, `addons-config`, `mirror-config`.
+//! - [`this_build`] is what the binary recorded of its own build (revision, time, crates),
+//!   for the metrics, the pages and the SBOM (`web::sbom`).
 //!
 //! Dependencies point one way: `cli` -> `serve` -> `listener` (-> `tls`) -> `http` -> `web` ->
 //! `versions` -> `go_sort`, all -> `chartreg_core`; `cli` -> `addons` (-> `web`, `versions`),
 //! `inspect` (-> `web`, `recheck` -> `chartreg_trust`), `mirror_config`; `http` -> `metrics`,
-//! `logging` (neither imports the other modules).
+//! `logging` (neither imports the other modules); `web` and `metrics` -> `this_build`, which
+//! imports nothing of the server.
 //!
 //! No `unsafe` code is written here (`[workspace.lints]` forbids it); the one `unsafe` in the
 //! binary is in the expansion of `chartreg_embed::linked_blob!` (see the binary's `src/main.rs`,
@@ -39,6 +42,7 @@ pub mod metrics;
 pub mod mirror_config;
 pub mod recheck;
 pub mod serve;
+pub mod this_build;
 pub mod tls;
 pub mod versions;
 pub mod web;

@@ -119,22 +119,16 @@ pub struct BuildInfo {
     pub revision: String,
 }
 
-/// The git revision the binary was built from, as its build script found it: set once by the
-/// binary (`main.rs`) before the command runs.
-static REVISION: OnceLock<&'static str> = OnceLock::new();
-
 impl BuildInfo {
-    /// Records the binary's git revision for [`BuildInfo::of_this_build`]; the first call wins.
-    pub fn set_revision(revision: &'static str) {
-        let _ = REVISION.set(revision);
-    }
-
     /// This binary's: the package version, and the git revision its build found (`unknown`
-    /// when it found none).
+    /// when it found none; see [`crate::this_build`]).
     pub fn of_this_build() -> Self {
         BuildInfo {
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            revision: REVISION.get().copied().unwrap_or("unknown").to_owned(),
+            revision: crate::this_build::get()
+                .revision
+                .unwrap_or("unknown")
+                .to_owned(),
         }
     }
 }

@@ -9,7 +9,10 @@
 //!    every change of content is a new tag.
 //! 4. `created` from `SOURCE_DATE_EPOCH` (unset or empty: 0, 1970-01-01T00:00:00Z, as ko
 //!    does, so that output is reproducible).
-//! 5. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
+//! 5. The SBOM attached to the image: `--sbom FILE`, else what the host's binary prints for
+//!    `ls --sbom` (an SPDX 2.3 document, checked to be one); `--no-sbom` attaches none. When no
+//!    binary is the host's, an error asking for one of the two.
+//! 6. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
 //!    manifest or index digest, content digest, and the `skopeo copy` that takes it anywhere.
 
 use std::collections::BTreeMap;
@@ -76,6 +79,13 @@ pub struct ImageArgs {
     /// `ls --content-digest`].
     #[arg(long, value_name = "sha256:HEX")]
     pub content_digest: Option<Digest>,
+    /// The SBOM to attach (SPDX 2.3 JSON, as `chartreg ls --sbom` prints it) [default: what the
+    /// binary for this machine prints].
+    #[arg(long, value_name = "FILE", conflicts_with = "no_sbom")]
+    pub sbom: Option<PathBuf>,
+    /// Attach no SBOM to the image.
+    #[arg(long)]
+    pub no_sbom: bool,
     /// A file to write the tag into (with a newline).
     #[arg(long, value_name = "FILE")]
     pub tag_file: Option<PathBuf>,
@@ -102,25 +112,38 @@ pub enum RunError {
     #[error("--content-digest {0} is not a sha256 digest")]
     NotSha256(Digest),
     #[error(
-        "no binary is for this machine ({host}) to ask for its content digest (given: {given}): pass --content-digest sha256:..."
+        "no binary is for this machine ({host}) to ask for its {what} (given: {given}): {remedy}"
     )]
-    NoHostBinary { host: String, given: String },
-    #[error("ls --content-digest: {source}: pass --content-digest sha256:...")]
-    ContentDigestRun {
+    NoHostBinary {
+        host: String,
+        given: String,
+        what: &'static str,
+        remedy: &'static str,
+    },
+    #[error("{} {asked}: {source}: {remedy}", path.display())]
+    AskRun {
+        path: PathBuf,
+        asked: &'static str,
+        remedy: &'static str,
         #[source]
         source: BoundedError,
     },
-    #[error(
-        "{} ls --content-digest failed ({status}): {stderr}: pass --content-digest sha256:...",
-        path.display()
-    )]
-    ContentDigestStatus {
+    #[error("{} {asked} failed ({status}): {stderr}: {remedy}", path.display())]
+    AskStatus {
         path: PathBuf,
+        asked: &'static str,
+        remedy: &'static str,
         status: std::process::ExitStatus,
         stderr: String,
     },
     #[error("{} ls --content-digest printed {printed:?}, not sha256:<64 hex digits>", path.display())]
     ContentDigestPrinted { path: PathBuf, printed: String },
+    #[error("{} printed no SPDX 2.3 JSON document for ls --sbom ({reason}): {SBOM_REMEDY}", path.display())]
+    SbomPrinted { path: PathBuf, reason: String },
+    #[error("the SBOM {}: {source}", path.display())]
+    SbomFile { path: PathBuf, source: io::Error },
+    #[error("the SBOM {} is no SPDX 2.3 JSON document ({reason})", path.display())]
+    SbomNotSpdx { path: PathBuf, reason: String },
     #[error("the default tag: {0}")]
     DefaultTag(#[from] TagError),
     #[error("the tag file {}: {source}", path.display())]
@@ -227,8 +250,18 @@ const ASK_LIMITS: Limits = Limits {
     output: 1024 * 1024,
 };
 
-/// What the binary for this machine prints for `ls --content-digest`.
-fn content_digest(binaries: &[Binary]) -> Result<Digest, RunError> {
+const DIGEST_REMEDY: &str = "pass --content-digest sha256:...";
+const SBOM_REMEDY: &str = "pass --sbom FILE (what `chartreg ls --sbom` prints) or --no-sbom";
+
+/// What the binary for this machine prints when `asked` (its arguments, split at spaces;
+/// `what` it is asked for, and how else to give it, name it in errors): its path and stdout.
+fn ask(
+    binaries: &[Binary],
+    asked: &'static str,
+    what: &'static str,
+    remedy: &'static str,
+    limits: Limits,
+) -> Result<(PathBuf, Vec<u8>), RunError> {
     let host = host_platform();
     let runnable = binaries.iter().find(|b| {
         host.as_ref()
@@ -242,28 +275,99 @@ fn content_digest(binaries: &[Binary]) -> Result<Digest, RunError> {
                 .map(|b| format!("{}={}", b.platform, b.path.display()))
                 .collect::<Vec<_>>()
                 .join(", "),
+            what,
+            remedy,
         });
     };
     binary::inspect(binary)?;
-    let output = Bounded::new(&binary.path, ASK_LIMITS)
-        .args(["ls", "--content-digest"])
+    let output = Bounded::new(&binary.path, limits)
+        .args(asked.split(' '))
         .run()
-        .map_err(|source| RunError::ContentDigestRun { source })?;
+        .map_err(|source| RunError::AskRun {
+            path: binary.path.clone(),
+            asked,
+            remedy,
+            source,
+        })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(RunError::ContentDigestStatus {
+        return Err(RunError::AskStatus {
             path: binary.path.clone(),
+            asked,
+            remedy,
             status: output.status,
             stderr: stderr.trim().to_owned(),
         });
     }
-    let printed = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    Ok((binary.path.clone(), output.stdout))
+}
+
+/// What the binary for this machine prints for `ls --content-digest`.
+fn content_digest(binaries: &[Binary]) -> Result<Digest, RunError> {
+    let (path, stdout) = ask(
+        binaries,
+        "ls --content-digest",
+        "content digest",
+        DIGEST_REMEDY,
+        ASK_LIMITS,
+    )?;
+    let printed = String::from_utf8_lossy(&stdout).trim().to_owned();
     match printed.parse::<Digest>() {
         Ok(digest) if digest.sha256().is_some() => Ok(digest),
-        _ => Err(RunError::ContentDigestPrinted {
-            path: binary.path.clone(),
-            printed,
-        }),
+        _ => Err(RunError::ContentDigestPrinted { path, printed }),
+    }
+}
+
+/// The bounds of asking the built binary for its SBOM: a package per version and per crate,
+/// about 1 KiB each (10,000 versions: about 10 MiB).
+const SBOM_LIMITS: Limits = Limits {
+    time: std::time::Duration::from_secs(120),
+    memory: 2 * 1024 * 1024 * 1024,
+    output: 256 * 1024 * 1024,
+};
+
+/// Why `data` is not an SPDX 2.3 JSON document, if it is not.
+fn not_spdx(data: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Head {
+        spdx_version: String,
+    }
+    match serde_json::from_slice::<Head>(data) {
+        Ok(head) if head.spdx_version == "SPDX-2.3" => None,
+        Ok(head) => Some(format!("its spdxVersion is {:?}", head.spdx_version)),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// The SBOM to attach: `--sbom FILE`, none with `--no-sbom`, else the host binary's.
+fn sbom(args: &ImageArgs) -> Result<Option<Vec<u8>>, RunError> {
+    if args.no_sbom {
+        return Ok(None);
+    }
+    if let Some(path) = &args.sbom {
+        let data = std::fs::read(path).map_err(|source| RunError::SbomFile {
+            path: path.clone(),
+            source,
+        })?;
+        if let Some(reason) = not_spdx(&data) {
+            return Err(RunError::SbomNotSpdx {
+                path: path.clone(),
+                reason,
+            });
+        }
+        return Ok(Some(data));
+    }
+    let (path, stdout) = ask(
+        &args.binaries,
+        "ls --sbom",
+        "SBOM",
+        SBOM_REMEDY,
+        SBOM_LIMITS,
+    )?;
+    match not_spdx(&stdout) {
+        None => Ok(Some(stdout)),
+        Some(reason) => Err(RunError::SbomPrinted { path, reason }),
     }
 }
 
@@ -296,6 +400,7 @@ impl ImageArgs {
             version: VERSION.to_owned(),
             created,
             labels: self.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
+            sbom: sbom(self)?,
         })
     }
 }
@@ -358,8 +463,13 @@ fn summary(report: &ImageReport, content: &Digest) -> String {
         "index"
     };
     let (dir, tag) = (report.layout.display(), &report.tag);
+    let sbom = report
+        .referrers
+        .iter()
+        .map(|r| format!(", SBOM {}", r.digest))
+        .collect::<String>();
     format!(
-        "{what} {dir} (tag {tag}, {kind} {} for {}, content {content}): skopeo copy oci:{dir}:{tag} docker://REGISTRY/chartreg:{tag}",
+        "{what} {dir} (tag {tag}, {kind} {} for {}, content {content}{sbom}): skopeo copy oci:{dir}:{tag} docker://REGISTRY/chartreg:{tag}",
         report.top.digest,
         platforms.join(", "),
     )

@@ -7,7 +7,10 @@
 //! 3. [`assemble`] lays out each platform's image (base layers copied byte for byte, the
 //!    layer, the config, the manifest) with the core's layout builder; one platform is listed
 //!    in `index.json` itself, several through an image index of their manifests (each with its
-//!    platform). The entry is tagged (`org.opencontainers.image.ref.name`).
+//!    platform). The entry is tagged (`org.opencontainers.image.ref.name`). Each artifact
+//!    about the image (its SBOM) is an OCI 1.1 referrer: a manifest of one layer whose
+//!    `subject` is that entry, listed untagged in `index.json` with its `artifactType` (as
+//!    oras and the registries' referrers API find it).
 //! 4. [`Output::write`] puts the tree into place with the core's writer: left alone when `OUT`
 //!    already holds exactly it; otherwise staged beside `OUT` and renamed in, so that a failure
 //!    leaves the layout that was there.
@@ -134,13 +137,26 @@ pub struct Assembled {
     pub tree: Tree,
     pub top: Descriptor,
     pub manifests: Vec<(Platform, Descriptor)>,
+    /// Each attachment's manifest, in the order given.
+    pub referrers: Vec<Descriptor>,
 }
 
-/// Lays out `images` in a layout folder named `leaf`, tagged `tag` (see the module doc, step 3).
+/// An artifact about the image, attached as a referrer: its type (the artifactType and the
+/// layer's media type), its bytes, and the manifest's annotations.
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub artifact_type: &'static str,
+    pub data: Vec<u8>,
+    pub annotations: Annotations,
+}
+
+/// Lays out `images` in a layout folder named `leaf`, tagged `tag`, with `attachments`
+/// referring to what `index.json` lists (see the module doc, step 3).
 pub fn assemble(
     leaf: &str,
     images: &[PlatformImage<'_>],
     tag: &Tag,
+    attachments: &[Attachment],
 ) -> Result<Assembled, Unwritable> {
     let mut layout = LayoutBuilder::new(leaf);
     let mut manifests = Vec::new();
@@ -180,6 +196,24 @@ pub fn assemble(
         }
     };
     layout.list(top.clone(), Some(tag.as_str()));
+    let mut referrers = Vec::new();
+    for attachment in attachments {
+        let config = layout.blob(media_type::OCI_EMPTY, b"{}".to_vec());
+        let layer = layout.blob(attachment.artifact_type, attachment.data.clone());
+        let mut manifest = ImageManifest::new(config, vec![layer]);
+        manifest.artifact_type = Some(attachment.artifact_type.to_owned());
+        manifest.subject = Some(Descriptor::new(
+            &top.media_type,
+            top.digest.clone(),
+            top.size,
+        ));
+        manifest.annotations = attachment.annotations.clone();
+        let mut descriptor = layout.manifest(media_type::OCI_MANIFEST, &manifest);
+        descriptor.artifact_type = Some(attachment.artifact_type.to_owned());
+        descriptor.annotations = attachment.annotations.clone();
+        layout.list(descriptor.clone(), None);
+        referrers.push(descriptor);
+    }
     let mut tree = layout.finish()?;
     // The layers were written beside the layout for it: linked in, not copied.
     for image in images {
@@ -193,6 +227,7 @@ pub fn assemble(
         tree,
         top,
         manifests,
+        referrers,
     })
 }
 

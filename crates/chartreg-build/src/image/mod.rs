@@ -12,7 +12,9 @@
 //! 2. The layer of each binary ([`layer`]: a deterministic gzipped tar holding `/chartreg`),
 //!    written into a work folder beside `OUT`.
 //! 3. Each platform's config ([`config`]: the Containerfile's, over the base's), manifest, and
-//!    with several platforms an image index ([`layout`]), as a tree of files.
+//!    with several platforms an image index ([`layout`]), as a tree of files; the SBOM, when
+//!    given, as a referrer of what `index.json` tags (`application/spdx+json`, its manifest
+//!    annotated with the same `created`).
 //! 4. The tree put into place by the core's writer: unchanged when `OUT` holds it already,
 //!    else staged and renamed in; a failure leaves `OUT` as it was.
 //!
@@ -27,7 +29,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use chartreg_core::oci::gojson::Unwritable;
 use chartreg_core::oci::layout::{Descriptor, Platform};
-use chartreg_core::oci::{Digest, Tag};
+use chartreg_core::oci::{Digest, Tag, media_type};
 use chartreg_core::tree::{Outcome, WriteError};
 
 pub mod base;
@@ -63,6 +65,8 @@ pub struct ImageRequest {
     pub created: u64,
     /// Labels set over chartreg's own (revision, source, ...).
     pub labels: BTreeMap<String, String>,
+    /// The SBOM (SPDX 2.3 JSON) to attach, if any.
+    pub sbom: Option<Vec<u8>>,
 }
 
 /// What was written.
@@ -74,6 +78,8 @@ pub struct ImageReport {
     pub top: Descriptor,
     /// Each platform's manifest.
     pub manifests: Vec<(Platform, Descriptor)>,
+    /// The referrers attached (the SBOM's manifest).
+    pub referrers: Vec<Descriptor>,
     pub outcome: Outcome,
     pub warnings: Vec<Warning>,
 }
@@ -243,7 +249,18 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
             }
         })
         .collect();
-    let assembled = layout::assemble(output.leaf(), &images, &request.tag)?;
+    let attachments: Vec<layout::Attachment> = request
+        .sbom
+        .iter()
+        .map(|data| layout::Attachment {
+            artifact_type: media_type::SPDX_JSON,
+            data: data.clone(),
+            annotations: [(config::CREATED.to_owned(), created.clone())]
+                .into_iter()
+                .collect(),
+        })
+        .collect();
+    let assembled = layout::assemble(output.leaf(), &images, &request.tag, &attachments)?;
 
     // 4. Into place.
     let outcome = output.write(&assembled.tree)?;
@@ -253,6 +270,7 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
         tag: request.tag.clone(),
         top: assembled.top,
         manifests: assembled.manifests,
+        referrers: assembled.referrers,
         outcome,
         warnings,
     })

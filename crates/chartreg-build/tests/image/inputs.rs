@@ -139,3 +139,84 @@ fn the_content_digest_needs_a_binary_that_runs_here() {
     );
     assert!(!out.exists());
 }
+
+/// The SBOM comes from `--sbom FILE` or the host's binary (`ls --sbom`), or is left out with
+/// `--no-sbom`: no binary for this machine, one that prints no SPDX 2.3 document, or a file
+/// that is none is refused by name, and nothing is written.
+#[test]
+fn the_sbom_is_a_file_or_what_a_binary_here_prints() {
+    if !runs_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = write_binary(&dir.path().join("chartreg"), b"hello\n");
+    let out = dir.path().join("oci");
+    let refused = |args: &[&str], words: &[&str]| {
+        let mut full = vec!["--out", s(&out), "--content-digest", CONTENT];
+        full.extend_from_slice(args);
+        let failed = fails(&mut image_asking_sbom(&full));
+        let stderr = text(&failed.stderr);
+        for w in words {
+            assert!(stderr.contains(w), "{args:?}: {w}: {stderr}");
+        }
+        assert!(!out.exists(), "{args:?}");
+    };
+    let arm = format!("linux/arm64={}", s(&bin));
+    refused(
+        &["--binary", &arm],
+        &[
+            "no binary is for this machine (linux/amd64) to ask for its SBOM",
+            "pass --sbom FILE",
+            "--no-sbom",
+        ],
+    );
+    refused(
+        &["--binary", s(&bin)],
+        &[&format!(
+            "{} printed no SPDX 2.3 JSON document for ls --sbom",
+            s(&bin)
+        )],
+    );
+    let missing = dir.path().join("missing.spdx.json");
+    refused(
+        &["--binary", &arm, "--sbom", s(&missing)],
+        &[&format!("the SBOM {}", s(&missing))],
+    );
+    let old = dir.path().join("old.spdx.json");
+    fs::write(&old, r#"{"spdxVersion": "SPDX-2.2"}"#).unwrap();
+    refused(
+        &["--binary", &arm, "--sbom", s(&old)],
+        &[
+            &format!("the SBOM {} is no SPDX 2.3 JSON document", s(&old)),
+            "SPDX-2.2",
+        ],
+    );
+    refused(
+        &["--binary", &arm, "--sbom", s(&old), "--no-sbom"],
+        &["--no-sbom"],
+    );
+    // A document from a machine that runs the binary, attached to an image of another platform.
+    let given = dir.path().join("given.spdx.json");
+    fs::write(&given, r#"{"spdxVersion": "SPDX-2.3", "name": "given"}"#).unwrap();
+    let stdout = ok(image(&[
+        "--binary",
+        &arm,
+        "--out",
+        s(&out),
+        "--content-digest",
+        CONTENT,
+        "--sbom",
+        s(&given),
+    ]));
+    assert!(stdout.contains(", SBOM sha256:"), "{stdout}");
+    let index = json(&fs::read(out.join("index.json")).unwrap());
+    let referrer = json(&blob(&out, &index["manifests"][1]["digest"]));
+    assert_eq!(
+        blob(&out, &referrer["layers"][0]["digest"]),
+        fs::read(&given).unwrap()
+    );
+    assert_eq!(
+        referrer["subject"]["digest"],
+        index["manifests"][0]["digest"]
+    );
+}

@@ -307,7 +307,8 @@ fn the_default_tag_names_the_version_and_the_content_the_binary_prints() {
     );
 }
 
-/// The server itself, built static (`CHARTREG_STATIC_BIN`): its content digest read from it,
+/// The server itself, built static (`CHARTREG_STATIC_BIN`): its content digest and SBOM read
+/// from it, the SBOM attached as a referrer of the image (the same bytes in another folder),
 /// the image unpacked by umoci, and the unpacked binary telling the same digest.
 #[test]
 fn the_real_server_binary() {
@@ -324,20 +325,49 @@ fn the_real_server_binary() {
     }
     let printed = ok(Command::new(&server).args(["ls", "--content-digest"]));
     let content = printed.trim();
+    let sbom = Command::new(&server)
+        .args(["ls", "--sbom"])
+        .output()
+        .unwrap();
+    assert!(sbom.status.success(), "{}", text(&sbom.stderr));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("oci");
     let tag_file = dir.path().join("tag");
-    ok(image(&[
-        "--binary",
-        s(&server),
-        "--out",
-        s(&out),
-        "--tag-file",
-        s(&tag_file),
-    ]));
+    let args = |out: &Path| {
+        image_asking_sbom(&[
+            "--binary",
+            s(&server),
+            "--out",
+            s(out),
+            "--tag-file",
+            s(&tag_file),
+        ])
+    };
+    let stdout = ok(args(&out));
+    let (top, referrer) = sbom_referrer(&out);
+    assert_eq!(referrer["subject"]["digest"], top["digest"]);
+    assert_eq!(referrer["subject"]["mediaType"], top["mediaType"]);
+    assert_eq!(blob(&out, &referrer["layers"][0]["digest"]), sbom.stdout);
+    assert_eq!(
+        referrer["annotations"]["org.opencontainers.image.created"],
+        "1970-01-01T00:00:00Z"
+    );
+    let entry = &json(&fs::read(out.join("index.json")).unwrap())["manifests"][1];
+    assert!(
+        stdout.contains(&format!("SBOM {}", entry["digest"].as_str().unwrap())),
+        "{stdout}"
+    );
+    let again = dir.path().join("again");
+    ok(args(&again));
+    assert_eq!(
+        snapshot(&again),
+        snapshot(&out),
+        "the same bytes in another folder"
+    );
     let tag = fs::read_to_string(&tag_file).unwrap().trim_end().to_owned();
     assert_eq!(tag, format!("{VERSION}-{}", &content[7..19]));
-    let (_, config) = manifest_and_config(&out, &tag);
+    let manifest = json(&blob(&out, &top["digest"]));
+    let config = json(&blob(&out, &manifest["config"]["digest"]));
     assert_eq!(
         config["config"]["Labels"]["io.chartreg.content.digest"],
         content
@@ -355,4 +385,31 @@ fn the_real_server_binary() {
         &format!("oci:{}:{tag}", s(&out)),
         &format!("oci:{}:{tag}", s(&dir.path().join("copy"))),
     ]));
+}
+
+/// The image `index.json` tags and the SBOM referring to it: the first entry (tagged) and the
+/// referrer's manifest, checked to be an OCI 1.1 artifact of one SPDX layer.
+fn sbom_referrer(layout: &Path) -> (Value, Value) {
+    let index = json(&fs::read(layout.join("index.json")).unwrap());
+    let entries = index["manifests"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "the image and its SBOM: {index}");
+    assert!(entries[0]["annotations"]["org.opencontainers.image.ref.name"].is_string());
+    let entry = &entries[1];
+    assert_eq!(entry["artifactType"], "application/spdx+json", "{index}");
+    assert!(
+        entry["annotations"]
+            .get("org.opencontainers.image.ref.name")
+            .is_none(),
+        "the referrer is untagged: {index}"
+    );
+    let referrer = json(&blob(layout, &entry["digest"]));
+    assert_eq!(referrer["artifactType"], "application/spdx+json");
+    assert_eq!(
+        referrer["config"]["mediaType"],
+        "application/vnd.oci.empty.v1+json"
+    );
+    assert_eq!(blob(layout, &referrer["config"]["digest"]), b"{}");
+    assert_eq!(referrer["layers"].as_array().unwrap().len(), 1);
+    assert_eq!(referrer["layers"][0]["mediaType"], "application/spdx+json");
+    (entries[0].clone(), referrer)
 }

@@ -4,6 +4,10 @@ pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 pub const OCI_LAYER_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+/// OCI 1.1's empty descriptor's media type: the config of an artifact that has none (`{}`).
+pub const OCI_EMPTY: &str = "application/vnd.oci.empty.v1+json";
+/// An SPDX document in JSON.
+pub const SPDX_JSON: &str = "application/spdx+json";
 pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
 pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 

@@ -1,4 +1,5 @@
-//! The pages for people (`/`, `/ui/<repository>`, `/ui/style.css`) and the classic Helm
+//! The pages for people (`/`, `/ui/<repository>`, `/ui/style.css`), the SBOM
+//! (`/sbom.spdx.json`) and the classic Helm
 //! repository (`/<prefix>/index.yaml` and its packages), answered from what `web` made on the
 //! first request (kept in [`Ops`]).
 //!
@@ -43,6 +44,11 @@ pub(super) fn get(
             .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
             .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
             .body(STYLE)),
+        WebRoute::Sbom => Ok(HttpResponse::Ok()
+            .insert_header((header::CONTENT_TYPE, crate::web::sbom::MEDIA_TYPE))
+            .insert_header((header::CACHE_CONTROL, REVALIDATE))
+            .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+            .body(web.sbom.clone())),
         WebRoute::Classic(path) => {
             let file = web
                 .classic

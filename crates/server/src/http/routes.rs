@@ -115,6 +115,9 @@ pub enum WebRoute {
     Home,
     /// `/ui/style.css`
     Style,
+    /// `/sbom.spdx.json`: the binary's SBOM (no repository or classic path has one segment
+    /// ending in `.json`).
+    Sbom,
     /// `/ui/<repository>` (no repository name can start with `ui/` and collide: the whole
     /// name follows the prefix).
     Repository(RepositoryName),
@@ -130,6 +133,9 @@ impl WebRoute {
         }
         if path == "/ui/style.css" {
             return Some(Ok(WebRoute::Style));
+        }
+        if path == "/sbom.spdx.json" {
+            return Some(Ok(WebRoute::Sbom));
         }
         if let Some(name) = path.strip_prefix("/ui/") {
             return Some(

@@ -5,6 +5,8 @@
 //! - [`page`]: the HTML of `/` and `/ui/<repository>` (maud), cut where the request's host goes
 //!   ([`pieces`]).
 //! - [`classic`]: the classic Helm repository, `/<prefix>/index.yaml` and its packages.
+//! - [`sbom`]: the SBOM of the binary, `/sbom.spdx.json` (and `chartreg ls --sbom`): what it
+//!   serves, from the model, and what it is made of, from [`crate::this_build`].
 //!
 //! All of it is made once, on the first request that needs it ([`Lazy`]), never at start-up
 //! (which stays as fast with 10,000 versions) and never per request: a request joins
@@ -15,6 +17,7 @@ pub mod classic;
 pub mod model;
 pub mod page;
 pub mod pieces;
+pub mod sbom;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -40,6 +43,8 @@ pub struct Web {
     pub overview: Page,
     repositories: HashMap<String, Page>,
     pub classic: Classic,
+    /// The SBOM (SPDX 2.3 JSON).
+    pub sbom: Bytes,
 }
 
 /// Why the pages cannot be made.
@@ -53,6 +58,8 @@ pub enum WebError {
         page: String,
         source: serde_json::Error,
     },
+    #[error("cannot write the SBOM: {0}")]
+    Sbom(#[from] sbom::SbomError),
     #[error("cannot write /{path}: {source}")]
     Yaml {
         path: String,
@@ -72,6 +79,7 @@ impl Web {
             };
             repositories.insert(r.name.clone(), page);
         }
+        let sbom = sbom::document(registry, &overview, crate::this_build::get())?;
         Ok(Web {
             overview: Page {
                 html: page::overview(&overview, &classic.prefixes),
@@ -79,6 +87,7 @@ impl Web {
             },
             repositories,
             classic,
+            sbom: Bytes::from(sbom),
         })
     }
 

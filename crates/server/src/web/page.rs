@@ -83,6 +83,9 @@ fn page(title: &str, summary: Markup, body: Markup) -> Pieces {
                     p { (summary) }
                 }
                 main { (PreEscaped(TLS_NOTE)) (body) }
+                footer {
+                    p { "What this registry holds and is made of: " a href="/sbom.spdx.json" type="application/spdx+json" { "SBOM (SPDX 2.3 JSON)" } }
+                }
             }
         }
     };

@@ -1,0 +1,39 @@
+//! What the binary knows of its own build, set once by the binary (`main.rs`, from what its
+//! build script wrote) before the command runs: the git revision, the time of the build's
+//! inputs (`SOURCE_DATE_EPOCH`), and the crates compiled into it (`crates.json`). The
+//! metrics, the pages and the SBOM (`web::sbom`) read it; a program that records nothing (the
+//! in-process tests) gets [`ThisBuild::UNRECORDED`]. Imports nothing else of the server.
+
+use std::sync::OnceLock;
+
+/// See the module's documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThisBuild {
+    /// The git revision the build script found, if any.
+    pub revision: Option<&'static str>,
+    /// `SOURCE_DATE_EPOCH`'s seconds at build (0 when unset: 1970-01-01T00:00:00Z).
+    pub created: u64,
+    /// `crates.json`: a JSON list of `{name, version, license, source}`, sorted.
+    pub crates: &'static [u8],
+}
+
+impl ThisBuild {
+    /// What a program that recorded nothing has: no revision, time 0, no crates listed.
+    pub const UNRECORDED: ThisBuild = ThisBuild {
+        revision: None,
+        created: 0,
+        crates: b"[]",
+    };
+}
+
+static RECORDED: OnceLock<ThisBuild> = OnceLock::new();
+
+/// Records this binary's build; the first call wins.
+pub fn record(build: ThisBuild) {
+    let _ = RECORDED.set(build);
+}
+
+/// This binary's build, as recorded ([`ThisBuild::UNRECORDED`] when nothing was).
+pub fn get() -> &'static ThisBuild {
+    RECORDED.get().unwrap_or(&ThisBuild::UNRECORDED)
+}

@@ -1,0 +1,202 @@
+//! The SBOM at `/sbom.spdx.json`, in-process: served as `application/spdx+json`, linked from
+//! every page, the same bytes on every request; every version served is a package with its
+//! manifest's sha256, contained by chartreg, an index's platforms contained by it, what is
+//! attached to a version a metafile of it; what verified a version at build in its comment;
+//! hostile chart metadata kept out of the fields SPDX checks; and SPDX's own validator
+//! (`pyspdxtools`) takes every document.
+
+use super::*;
+use common::{PROV_KEY, WARNING};
+
+async fn sbom(registry: Registry) -> (Reply, Value) {
+    let r = call(registry, Method::GET, "/sbom.spdx.json", &[]).await;
+    let document = serde_json::from_slice(&r.body).expect("JSON");
+    (r, document)
+}
+
+/// The package of `repository` at `version`, `versionInfo` as written.
+fn package<'a>(document: &'a Value, repository: &str, version: &str) -> &'a Value {
+    document["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == repository && p["versionInfo"] == version)
+        .unwrap_or_else(|| panic!("no package {repository} {version}: {document:#}"))
+}
+
+/// Whether `document` relates `from` to `to` by `kind`.
+fn related(document: &Value, from: &Value, kind: &str, to: &Value) -> bool {
+    document["relationships"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| {
+            r["spdxElementId"] == *from
+                && r["relationshipType"] == kind
+                && r["relatedSpdxElement"] == *to
+        })
+}
+
+/// SPDX's validator takes `body` (skipped, or failed under `CI=true`, when it is missing).
+fn validated(body: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sbom.spdx.json");
+    std::fs::write(&path, body).unwrap();
+    if let Some(result) = common::spdx_validated(&path) {
+        result.unwrap_or_else(|said| panic!("pyspdxtools refuses the SBOM: {said}"));
+    }
+}
+
+#[actix_web::test]
+async fn the_sbom_lists_every_version_served_and_is_valid_spdx() {
+    let registry = common::assets_registry();
+    let (r, document) = sbom(common::assets_registry()).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), Some("application/spdx+json"));
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(document["spdxVersion"], "SPDX-2.3");
+    assert_eq!(document["creationInfo"]["created"], "1970-01-01T00:00:00Z");
+    let chartreg = &document["documentDescribes"][0];
+    assert_eq!(
+        package(&document, "chartreg", env!("CARGO_PKG_VERSION"))["SPDXID"],
+        *chartreg
+    );
+    let mut versions = 0;
+    for repository in registry.repositories() {
+        for tag in repository.tags() {
+            if tag.starts_with("sha256-") {
+                continue;
+            }
+            let digest = repository.tag_digest(tag).unwrap();
+            let p = package(&document, repository.name(), tag);
+            assert_eq!(p["checksums"][0]["algorithm"], "SHA256");
+            assert_eq!(
+                p["checksums"][0]["checksumValue"],
+                digest.as_str().trim_start_matches("sha256:")
+            );
+            assert_eq!(p["comment"], "signature not verified at build");
+            assert!(related(&document, chartreg, "CONTAINS", &p["SPDXID"]));
+            versions += 1;
+        }
+    }
+    assert!(versions > 0);
+    // The sample index's platforms, each contained by the index.
+    let sample = registry
+        .repositories()
+        .find(|r| r.name() == "images/sample")
+        .unwrap();
+    for tag in sample.tags() {
+        let manifest = sample.tagged(tag).unwrap();
+        let chartreg_core::content::Document::Index(index) = manifest.document().unwrap() else {
+            continue;
+        };
+        let top = package(&document, "images/sample", tag)["SPDXID"].clone();
+        for entry in index.manifests.iter().filter(|m| m.platform.is_some()) {
+            let platform = entry.platform.as_ref().unwrap().to_string();
+            let p = package(&document, "images/sample", &format!("{tag} {platform}"));
+            assert_eq!(
+                p["checksums"][0]["checksumValue"],
+                entry.digest.as_str().trim_start_matches("sha256:")
+            );
+            assert!(related(&document, &top, "CONTAINS", &p["SPDXID"]));
+        }
+    }
+    // Made once: the same bytes again.
+    let (again, _) = sbom(common::assets_registry()).await;
+    assert_eq!(again.body, r.body);
+    validated(&r.body);
+}
+
+#[actix_web::test]
+async fn every_page_links_the_sbom() {
+    for path in ["/", "/ui/charts/hello"] {
+        let html = String::from_utf8(get(path).await.body.to_vec()).unwrap();
+        assert!(
+            html.contains(r#"<a href="/sbom.spdx.json""#),
+            "{path}: {html}"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn what_verified_a_version_is_in_its_comment() {
+    let content = common::verified_content();
+    let (_, document) = sbom(content.registry()).await;
+    assert_eq!(
+        package(&document, "charts/one", "1.0.0")["comment"],
+        format!("signature verified at build: key {PROV_KEY} (.prov)")
+    );
+    assert_eq!(
+        package(&document, "charts/one", "3.0.0_build.1")["comment"],
+        format!("signature failed at build, let through by `mode: warn`: {WARNING}")
+    );
+    assert_eq!(
+        package(&document, "images/plain", "v1")["comment"],
+        "signature not verified at build"
+    );
+    let signed = package(&document, "images/signed", "v1");
+    assert!(
+        signed["comment"]
+            .as_str()
+            .unwrap()
+            .starts_with("signature verified at build: identity "),
+        "{signed}"
+    );
+}
+
+/// Referrers (an SBOM, a signature) attached to a version are its metafiles.
+#[actix_web::test]
+async fn what_is_attached_to_a_version_is_a_metafile_of_it() {
+    let (registry, subject, referrers) = super::referrers::referrers_registry();
+    let (r, document) = sbom(registry).await;
+    assert_eq!(
+        package(&document, "test/refs", "v1")["checksums"][0]["checksumValue"],
+        subject.digest.as_str().trim_start_matches("sha256:")
+    );
+    let mut attached = 0;
+    for p in document["packages"].as_array().unwrap() {
+        if !p["SPDXID"]
+            .as_str()
+            .unwrap()
+            .starts_with("SPDXRef-Attached-")
+        {
+            continue;
+        }
+        attached += 1;
+        let of = document["relationships"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|rel| {
+                rel["spdxElementId"] == p["SPDXID"] && rel["relationshipType"] == "METAFILE_OF"
+            })
+            .unwrap_or_else(|| panic!("{p} is a metafile of nothing"));
+        let subject = document["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["SPDXID"] == of["relatedSpdxElement"])
+            .unwrap();
+        assert_eq!(subject["name"], p["name"]);
+        assert!(
+            p["comment"]
+                .as_str()
+                .unwrap()
+                .contains(&format!(":{}", subject["versionInfo"].as_str().unwrap())),
+            "{p}"
+        );
+    }
+    assert_eq!(attached, referrers.len(), "{document:#}");
+    validated(&r.body);
+}
+
+#[actix_web::test]
+async fn hostile_chart_metadata_stays_in_strings() {
+    let (r, document) = sbom(super::pages::hostile_registry()).await;
+    let evil = package(&document, "charts/evil", "1.0.0");
+    assert!(
+        evil.get("homepage").is_none(),
+        "javascript: is no homepage: {evil}"
+    );
+    validated(&r.body);
+}
