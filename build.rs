@@ -20,7 +20,8 @@
 //! and pages): `$OUT_DIR/crates.json`, every crate compiled into it (name, version, licence
 //! as the crate declares it, source), from `cargo metadata` for the target, following normal
 //! dependencies from this package; `$OUT_DIR/created.rs`, `$SOURCE_DATE_EPOCH`'s seconds
-//! (unset or empty: 0, as the image's `created`).
+//! (unset or empty: 0, as the image's `created`); `$OUT_DIR/content-digest.txt`, the
+//! content's digest (what `chartreg ls --content-digest` prints).
 //!
 //! Cargo reruns this when anything under the folder changes, including files being added or
 //! removed (rust-embed alone only notices changed contents). A folder that cannot be built in
@@ -108,6 +109,10 @@ fn run() -> Result<(), Error> {
         out_dir: out_dir.clone(),
         link_threshold: linkable.then_some(threshold),
     })?;
+    write(
+        &out_dir.join("content-digest.txt"),
+        prepared.content_digest.as_str().as_bytes(),
+    )?;
     for warning in &prepared.warnings {
         println!("cargo:warning={warning}");
     }

@@ -41,6 +41,10 @@ fn main() -> ExitCode {
         revision: option_env!("CHARTREG_GIT_REVISION"),
         created: include!(concat!(env!("OUT_DIR"), "/created.rs")),
         crates: include_bytes!(concat!(env!("OUT_DIR"), "/crates.json")),
+        content_digest: Some(include_str!(concat!(
+            env!("OUT_DIR"),
+            "/content-digest.txt"
+        ))),
     });
     chartreg::cli::main(std::env::args_os(), || EMBEDDED.content::<Assets>())
 }

@@ -163,7 +163,12 @@ async fn metrics_count_registry_traffic_only() {
     assert_eq!(
         value(
             "chartreg_build_info",
-            &[("version", "test"), ("revision", "r1")]
+            &[
+                ("version", "test"),
+                ("revision", "r1"),
+                ("content_digest", "sha256:c0"),
+                ("created", "2026-12-06T00:00:00Z")
+            ]
         ),
         Some(1.0)
     );

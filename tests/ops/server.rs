@@ -69,6 +69,26 @@ fn metrics_can_have_their_own_listener() {
         !text.contains(r#"status="404"} "#),
         "the 404 for /metrics is not registry traffic: {text}"
     );
+    // Which build is running: the content digest the binary prints, and the build's time.
+    let digest = common::content_digest_of(&common::chartreg_bin());
+    let info = text
+        .lines()
+        .find(|l| l.starts_with("chartreg_build_info{"))
+        .unwrap_or_else(|| panic!("no build info: {text}"));
+    assert!(
+        info.contains(&format!(r#"content_digest="{digest}""#)) && info.contains(r#"created=""#),
+        "{info}"
+    );
+    let (_, page) = http_get(served.addr, "/", "");
+    let page = String::from_utf8(page).unwrap();
+    let footer = page.split("<footer>").nth(1).expect("a footer");
+    assert!(
+        footer.contains(&format!(
+            "content <code class=\"content-digest\">{digest}</code>"
+        )) && footer.contains(r#"href="/sbom.spdx.json""#)
+            && footer.contains("built <time datetime="),
+        "{footer}"
+    );
 }
 
 #[test]

@@ -298,17 +298,7 @@ pub fn verify_all(content: &Content) -> (Vec<String>, Option<usize>) {
 /// or removed file another. Each file's sha256 is the one the build recorded (`verify` checks
 /// those against the bytes), so that nothing is hashed again.
 pub fn content_digest(files: &[HeldFile]) -> Digest {
-    let mut lines: Vec<(&str, [u8; 32])> =
-        files.iter().map(|f| (f.path.as_ref(), f.sha256)).collect();
-    lines.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut text = Vec::with_capacity(lines.iter().map(|(p, _)| p.len() + 67).sum());
-    for (path, sha256) in lines {
-        text.extend_from_slice(hex::encode(sha256).as_bytes());
-        text.extend_from_slice(b"  ");
-        text.extend_from_slice(path.as_bytes());
-        text.push(0);
-    }
-    Digest::sha256_of(&text)
+    chartreg_core::content::content_digest(files.iter().map(|f| (f.path.as_ref(), f.sha256)))
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! - `chartreg_http_response_bytes_total{route}`: body bytes sent
 //! - `chartreg_http_request_duration_seconds{route}`: histogram, request start to body sent
 //! - `chartreg_content_{repositories,tags,manifests,blobs,bytes}`: what the binary serves
-//! - `chartreg_build_info{version,revision}` 1
+//! - `chartreg_build_info{version,revision,content_digest,created}` 1: `created` is the
+//!   build's `SOURCE_DATE_EPOCH` in RFC 3339
 //! - `chartreg_tls_handshake_failures_total{reason}`: connections on the HTTPS port that ended
 //!   before their handshake did (the reasons are the listener's)
 //! - `chartreg_log_lines_dropped_total`: log lines dropped while the log output was not read
@@ -117,18 +118,25 @@ struct RouteMetrics {
 pub struct BuildInfo {
     pub version: String,
     pub revision: String,
+    /// `sha256:<hex>`, or `unknown`.
+    pub content_digest: String,
+    /// RFC 3339.
+    pub created: String,
 }
 
 impl BuildInfo {
-    /// This binary's: the package version, and the git revision its build found (`unknown`
-    /// when it found none; see [`crate::this_build`]).
+    /// This binary's: the package version, the git revision its build found, its content's
+    /// digest and its build's time (`unknown` for what was not recorded; see
+    /// [`crate::this_build`]).
     pub fn of_this_build() -> Self {
+        let this = crate::this_build::get();
         BuildInfo {
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            revision: crate::this_build::get()
-                .revision
-                .unwrap_or("unknown")
-                .to_owned(),
+            revision: this.revision.unwrap_or("unknown").to_owned(),
+            content_digest: this.content_digest.unwrap_or("unknown").to_owned(),
+            created: this
+                .created_rfc3339()
+                .unwrap_or_else(|| "unknown".to_owned()),
         }
     }
 }
@@ -217,7 +225,12 @@ impl Metrics {
         registry.register(
             "chartreg_build",
             "The running build",
-            Info::new([("version", build.version), ("revision", build.revision)]),
+            Info::new([
+                ("version", build.version),
+                ("revision", build.revision),
+                ("content_digest", build.content_digest),
+                ("created", build.created),
+            ]),
         );
         let handshake_failures = Family::<HandshakeLabels, Counter>::default();
         registry.register(
@@ -316,6 +329,8 @@ mod tests {
             BuildInfo {
                 version: "1.2.3".into(),
                 revision: "abc\"d".into(),
+                content_digest: "sha256:00".into(),
+                created: "1970-01-01T00:00:00Z".into(),
             },
         );
         let manifests = 1;
@@ -341,7 +356,7 @@ mod tests {
             r#"chartreg_http_request_duration_seconds_bucket{route="manifests",le="+Inf"} 3"#,
             r#"chartreg_http_request_duration_seconds_count{route="manifests"} 3"#,
             "chartreg_content_tags 6",
-            r#"chartreg_build_info{version="1.2.3",revision="abc\"d"} 1"#,
+            r#"chartreg_build_info{version="1.2.3",revision="abc\"d",content_digest="sha256:00",created="1970-01-01T00:00:00Z"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
         }

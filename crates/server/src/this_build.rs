@@ -1,6 +1,7 @@
 //! What the binary knows of its own build, set once by the binary (`main.rs`, from what its
 //! build script wrote) before the command runs: the git revision, the time of the build's
-//! inputs (`SOURCE_DATE_EPOCH`), and the crates compiled into it (`crates.json`). The
+//! inputs (`SOURCE_DATE_EPOCH`), the crates compiled into it (`crates.json`), and the digest
+//! of the content it embeds (as `ls --content-digest` computes it from the files). The
 //! metrics, the pages and the SBOM (`web::sbom`) read it; a program that records nothing (the
 //! in-process tests) gets [`ThisBuild::UNRECORDED`]. Imports nothing else of the server.
 
@@ -15,6 +16,8 @@ pub struct ThisBuild {
     pub created: u64,
     /// `crates.json`: a JSON list of `{name, version, license, source}`, sorted.
     pub crates: &'static [u8],
+    /// The embedded content's digest, `sha256:<hex>`, as the build computed it.
+    pub content_digest: Option<&'static str>,
 }
 
 impl ThisBuild {
@@ -23,7 +26,16 @@ impl ThisBuild {
         revision: None,
         created: 0,
         crates: b"[]",
+        content_digest: None,
     };
+
+    /// `created` in RFC 3339 (UTC); `None` past year 9999.
+    pub fn created_rfc3339(&self) -> Option<String> {
+        const LAST: u64 = 253_402_300_799;
+        let time =
+            std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(self.created))?;
+        (self.created <= LAST).then(|| humantime::format_rfc3339_seconds(time).to_string())
+    }
 }
 
 static RECORDED: OnceLock<ThisBuild> = OnceLock::new();

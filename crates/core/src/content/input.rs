@@ -108,3 +108,28 @@ impl From<&HeldFile> for BuildFile {
         BuildFile::held(file.path.as_ref(), file.data.clone(), file.sha256)
     }
 }
+
+/// The digest naming a whole content: the sha256 of one line per file, `<sha256 hex>  <path>`
+/// ended by a NUL byte, in byte order of the paths; the lines `sha256sum -z` prints for the
+/// folder's files. The same files give the same digest however they were built (the build
+/// computes it from its files, `chartreg ls --content-digest` from the binary's), and any
+/// changed, added or removed file another.
+pub fn content_digest<'a>(
+    files: impl IntoIterator<Item = (&'a str, [u8; 32])>,
+) -> crate::oci::Digest {
+    let mut lines: Vec<(&str, [u8; 32])> = files.into_iter().collect();
+    lines.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut text = Vec::with_capacity(
+        lines
+            .iter()
+            .map(|(p, _)| p.len().saturating_add(67))
+            .fold(0usize, usize::saturating_add),
+    );
+    for (path, sha256) in lines {
+        text.extend_from_slice(hex::encode(sha256).as_bytes());
+        text.extend_from_slice(b"  ");
+        text.extend_from_slice(path.as_bytes());
+        text.push(0);
+    }
+    crate::oci::Digest::sha256_of(&text)
+}

@@ -65,7 +65,7 @@ pub use chart_images::{
 pub use description::Description;
 pub use document::{Document, Unreadable};
 pub use facts::{FactsError, Stale, Unservable};
-pub use input::{BuildBytes, BuildFile, Content, HeldFile};
+pub use input::{BuildBytes, BuildFile, Content, HeldFile, content_digest};
 pub use kinds::{Artifact, Kind};
 pub use listing::Listing;
 pub use problem::{LoadError, Problem};

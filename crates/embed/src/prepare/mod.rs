@@ -78,6 +78,8 @@ pub struct Prepared {
     pub hashed: usize,
     /// Objects written by this build (the others were kept from an earlier one).
     pub written: usize,
+    /// The content's digest (`chartreg_core::content::content_digest` of every file embedded).
+    pub content_digest: chartreg_core::oci::Digest,
 }
 
 /// One large file: its path in the content, its file, size and sha256.
@@ -156,12 +158,15 @@ pub fn run(options: &Options) -> Result<Prepared, Error> {
     write(&out.join("linked.rs"), linked_list(&linked))?;
     let (facts, warnings) = facts(&content)?;
     write(&out.join("facts.bin"), facts)?;
+    let content_digest =
+        chartreg_core::content::content_digest(content.iter().map(|f| (f.path.as_str(), f.sha256)));
     Ok(Prepared {
         mirror,
         objects,
         warnings,
         hashed: hashes.hashed,
         written,
+        content_digest,
     })
 }
 

@@ -83,13 +83,34 @@ fn page(title: &str, summary: Markup, body: Markup) -> Pieces {
                     p { (summary) }
                 }
                 main { (PreEscaped(TLS_NOTE)) (body) }
-                footer {
-                    p { "What this registry holds and is made of: " a href="/sbom.spdx.json" type="application/spdx+json" { "SBOM (SPDX 2.3 JSON)" } }
-                }
+                footer { (build_line()) }
             }
         }
     };
     Pieces::cut(markup.into_string())
+}
+
+/// The footer: which build is running (version, content digest, the build's time from
+/// `SOURCE_DATE_EPOCH`, git revision) and the link to its SBOM, so that an operator can
+/// compare the running pod with the image they approved.
+fn build_line() -> Markup {
+    let this = crate::this_build::get();
+    html! {
+        p.build {
+            "chartreg " (env!("CARGO_PKG_VERSION"))
+            @if let Some(digest) = this.content_digest {
+                ", content " code.content-digest { (digest) }
+            }
+            @if let Some(created) = this.created_rfc3339() {
+                ", built " time datetime=(created) { (created) }
+            }
+            @if let Some(revision) = this.revision {
+                " from revision " code { (revision) }
+            }
+            ". What it holds and is made of: "
+            a href="/sbom.spdx.json" type="application/spdx+json" { "SBOM (SPDX 2.3 JSON)" }
+        }
+    }
 }
 
 /// The commands that fetch `version` of `repository`, with the request's host.

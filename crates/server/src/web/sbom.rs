@@ -20,8 +20,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use std::time::{Duration, UNIX_EPOCH};
-
 use chartreg_core::content::{Document as Stored, Kind, Registry, Unreadable};
 use chartreg_core::oci::Digest;
 
@@ -134,7 +132,9 @@ pub fn document(
     build: &ThisBuild,
 ) -> Result<Vec<u8>, SbomError> {
     let crates: Vec<Crate> = serde_json::from_slice(build.crates).map_err(SbomError::Crates)?;
-    let created = rfc3339(build.created).ok_or(SbomError::Created(build.created))?;
+    let created = build
+        .created_rfc3339()
+        .ok_or(SbomError::Created(build.created))?;
     let mut packages = vec![Package {
         id: CHARTREG_ID.to_owned(),
         name: "chartreg".to_owned(),
@@ -245,13 +245,6 @@ pub fn document(
         hex.as_str().trim_start_matches("sha256:")
     );
     Ok(written(&document))
-}
-
-/// `seconds` since the epoch in RFC 3339, UTC; `None` past 9999-12-31T23:59:59Z.
-fn rfc3339(seconds: u64) -> Option<String> {
-    const LAST: u64 = 253_402_300_799;
-    let time = UNIX_EPOCH.checked_add(Duration::from_secs(seconds))?;
-    (seconds <= LAST).then(|| humantime::format_rfc3339_seconds(time).to_string())
 }
 
 /// The document as indented JSON ending in a newline.
