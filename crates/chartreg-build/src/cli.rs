@@ -1,8 +1,9 @@
 //! The command line: `chartreg-build init`, `fetch`, `import-bundle`, `pack`, `build`,
-//! `image` and `images`.
+//! `image`, `images` and `diff`.
 //!
 //! `main` parses arguments, runs one command, and reports how it went: a result line on stdout,
-//! or one [`Error`] on stderr naming the input (exit code 1; 2 for arguments clap refuses),
+//! or one [`Error`] on stderr naming the input (exit code 1; 2 for arguments clap refuses, and
+//! for `diff`, whose 1 means "something changes"),
 //! escaped as every line the tool prints is ([`crate::output`]).
 //! Each command's flags and runner live beside what it runs (`pack::command`,
 //! `fetch::command`, `import::command`, `init`, `compile::command`, `image::command`,
@@ -19,6 +20,7 @@ use clap::{Parser, Subcommand};
 
 use crate::chart_images::command::ImagesArgs;
 use crate::compile::command::BuildArgs;
+use crate::diff::DiffArgs;
 use crate::fetch::command::FetchArgs;
 use crate::image::command::ImageArgs;
 use crate::import::command::ImportArgs;
@@ -45,6 +47,8 @@ pub enum Error {
     Image(#[from] crate::image::command::RunError),
     #[error("images: {0}")]
     Images(#[from] crate::chart_images::command::Error),
+    #[error("diff: {0}")]
+    Diff(#[from] crate::diff::Error),
 }
 
 impl From<crate::import::ImportError> for Error {
@@ -56,7 +60,11 @@ impl From<crate::import::ImportError> for Error {
 impl Error {
     /// The process's exit code for this error.
     pub fn exit_code(&self) -> ExitCode {
-        ExitCode::FAILURE
+        match self {
+            // 1 is `diff`'s "something changes", as diff(1)'s.
+            Error::Diff(_) => ExitCode::from(2),
+            _ => ExitCode::FAILURE,
+        }
     }
 }
 
@@ -90,6 +98,10 @@ pub enum Command {
     /// List the images the charts reference (rendered with Helm, from annotations, from
     /// values), with where each comes from; write them as an images file for `fetch`.
     Images(ImagesArgs),
+    /// Say what a rollout from OLD to NEW changes: the charts and images added, removed and
+    /// changed (digest, size, signer), and the bytes it adds; exit 0 when nothing changes, 1
+    /// when something does, 2 on an error.
+    Diff(DiffArgs),
 }
 
 /// Parses `args`, runs the command, and says how it went.
@@ -109,6 +121,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Build(args) => crate::compile::command::run(&args).map_err(Error::from),
         Command::Image(args) => crate::image::command::run(args).map_err(Error::from),
         Command::Images(args) => crate::chart_images::command::run(&args).map_err(Error::from),
+        Command::Diff(args) => match crate::diff::run(&args) {
+            Ok(true) => return ExitCode::FAILURE,
+            Ok(false) => Ok(()),
+            Err(e) => Err(Error::from(e)),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,8 @@
 //! request as `pack::command` does, `fetch::command`, `import::command`, `compile::command`,
 //! `image::command`, and [`init`], which writes a new content repository). Below it, from the
 //! top down, each module uses only those after it:
+//! - [`diff`] says what a rollout from one build (a server binary or an image layout) to
+//!   another changes, asking each server what it serves; it reads layouts as [`image`] does.
 //! - [`image`] writes chartreg's container image (the static server binary, on scratch or a
 //!   base) as an OCI image layout, with no container engine.
 //! - [`compile`] compiles the server with that content inside, from the server kit that comes
@@ -41,6 +43,7 @@ pub mod chart_images;
 pub mod cli;
 pub mod compile;
 pub mod content_file;
+pub mod diff;
 pub mod fetch;
 pub mod image;
 pub mod import;

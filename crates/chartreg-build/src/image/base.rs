@@ -2,7 +2,8 @@
 //! writes it; distroless, say), read for each platform the image is built for:
 //!
 //! 1. The entry of `LAYOUT/index.json` tagged `TAG` (its `org.opencontainers.image.ref.name`
-//!    the tag, or a reference ending in `:TAG`); without a tag, the layout's only entry.
+//!    the tag, or a reference ending in `:TAG`); without a tag, the layout's only image (an
+//!    entry with an `artifactType`, such as the SBOM `image` attaches, is none).
 //! 2. An index: the manifest of each platform (os, architecture, and the variant when asked
 //!    for; without one, a variant is taken when it is the only manifest of that os/arch). A
 //!    single manifest: its config's platform must be the one asked for.
@@ -197,7 +198,12 @@ impl Layout<'_> {
         let tag_of = |d: &Descriptor| d.annotations.get(REF_NAME).cloned();
         let tags: Vec<String> = entries.iter().filter_map(tag_of).collect();
         let Some(tag) = &self.spec.tag else {
-            return match entries {
+            // Artifacts referring to an image (its SBOM, signatures) are not images.
+            let images: Vec<&Descriptor> = entries
+                .iter()
+                .filter(|d| d.artifact_type.is_none())
+                .collect();
+            return match images.as_slice() {
                 [one] => Ok(one),
                 [] => Err(self.error(path, BaseProblem::NoImage)),
                 _ => Err(Error::BaseTag {

@@ -1,0 +1,75 @@
+//! `chartreg-build diff OLD NEW`: what a rollout from one build to another changes, for the
+//! person approving it (or CI).
+//!
+//! 1. Each side ([`side`]) is a server binary or an OCI image layout `image` wrote; the
+//!    server in it is asked what it serves (`ls --json`, `ls --content-digest`).
+//! 2. [`compare`] matches versions by repository and tag: added, removed, and changed (digest,
+//!    size, kind or signer), and the bytes the new versions add.
+//! 3. Printed as lines (`+`, `-`, `~`, then a summary) or `--format json`. The exit status is 0
+//!    when nothing changes, 1 when something does, 2 when a side cannot be read (as `diff`).
+
+pub mod compare;
+pub mod side;
+
+use chartreg_core::shown::escaped_json;
+use clap::{Args, ValueEnum};
+
+use crate::output::print_line;
+use compare::Changes;
+use side::{Side, SideError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The build running now: a server binary, or an OCI image layout (`LAYOUT[:TAG]`).
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The build to roll out, as OLD.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Lines for people, or one JSON document.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// Why no diff was made.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Side(#[from] SideError),
+    #[error("a work folder: {0}")]
+    Work(#[source] std::io::Error),
+    #[error("the JSON of the changes: {0}")]
+    Json(#[source] serde_json::Error),
+}
+
+/// Runs `diff` (see the module's documentation); whether anything changes.
+pub fn run(args: &DiffArgs) -> Result<bool, Error> {
+    let work = tempfile::tempdir().map_err(Error::Work)?;
+    let old_work = work.path().join("old");
+    let new_work = work.path().join("new");
+    for dir in [&old_work, &new_work] {
+        std::fs::create_dir(dir).map_err(Error::Work)?;
+    }
+    let old = Side::read(&args.old, &old_work)?;
+    let new = Side::read(&args.new, &new_work)?;
+    let changes = Changes::of(&old, &new);
+    match args.format {
+        Format::Text => {
+            for line in changes.lines() {
+                print_line(line);
+            }
+        }
+        Format::Json => {
+            // Text from the content (names, tags) in JSON's own escapes.
+            let json = serde_json::to_string_pretty(&changes).map_err(Error::Json)?;
+            println!("{}", escaped_json(&json));
+        }
+    }
+    Ok(changes.any())
+}
