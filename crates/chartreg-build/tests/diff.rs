@@ -2,7 +2,9 @@
 //! a server binary (`build`), NEW an image layout (`image`); one chart upgraded (1.0.0 to
 //! 1.1.0), one chart rebuilt under the same version (changed), one image removed, one added,
 //! one kept. Every line is checked against what each server lists (`ls --json`), the JSON
-//! form and the exit statuses (1: changes, 0: none, 2: a side that is no build).
+//! form and the exit statuses (1: changes, 0: none, 2: a side that is no build); NEW is then
+//! copied by skopeo to a real registry (CNCF distribution) and diffed from there by tag and by
+//! digest.
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
 #![cfg(test)]
 
@@ -271,6 +273,44 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
     let same = run(&["diff", &s(&new_bin), &s(&new_layout)]);
     assert_eq!(same.status.code(), Some(0), "{}", text(&same.stderr));
     assert!(text(&same.stdout).ends_with("no change: both serve the same versions\n"));
+    // NEW where a cluster pulls it: in a registry (CNCF distribution), by tag and by digest.
+    if let (Some(registry), Some(skopeo)) = (common::Distribution::start(), common::tool("skopeo"))
+    {
+        let index: Value =
+            serde_json::from_slice(&fs::read(new_layout.join("index.json")).unwrap()).unwrap();
+        let top = &index["manifests"][0];
+        let tag = top["annotations"]["org.opencontainers.image.ref.name"]
+            .as_str()
+            .unwrap();
+        let at = format!("{}/team/chartreg", registry.addr);
+        let copied = Command::new(skopeo)
+            .args(["copy", "--quiet", "--dest-tls-verify=false"])
+            .arg(format!("oci:{}:{tag}", s(&new_layout)))
+            .arg(format!("docker://{at}:{tag}"))
+            .output()
+            .unwrap();
+        assert!(copied.status.success(), "skopeo: {}", text(&copied.stderr));
+        let by_tag = run(&["diff", &format!("{at}:{tag}"), &s(&new_bin)]);
+        assert_eq!(by_tag.status.code(), Some(0), "{}", text(&by_tag.stderr));
+        let by_digest = format!("{at}@{}", top["digest"].as_str().unwrap());
+        let pulled = run(&["diff", &s(&old_bin), &by_digest]);
+        assert_eq!(pulled.status.code(), Some(1), "{}", text(&pulled.stderr));
+        let pulled: Vec<String> = text(&pulled.stdout).lines().map(str::to_owned).collect();
+        assert_eq!(
+            pulled[1..],
+            printed[1..],
+            "the same changes as from the layout"
+        );
+        assert!(pulled[0].contains(&by_digest), "{}", pulled[0]);
+        let wrong = format!("{at}@sha256:{}", "0".repeat(64));
+        let missing = run(&["diff", &wrong, &s(&new_bin)]);
+        assert_eq!(missing.status.code(), Some(2));
+        assert!(
+            text(&missing.stderr).contains(&wrong),
+            "{}",
+            text(&missing.stderr)
+        );
+    }
     let bad = run(&["diff", &s(&old_config), &s(&new_layout)]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(

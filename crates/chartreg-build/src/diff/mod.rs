@@ -1,8 +1,9 @@
 //! `chartreg-build diff OLD NEW`: what a rollout from one build to another changes, for the
 //! person approving it (or CI).
 //!
-//! 1. Each side ([`side`]) is a server binary or an OCI image layout `image` wrote; the
-//!    server in it is asked what it serves (`ls --json`, `ls --content-digest`).
+//! 1. Each side ([`side`]) is a server binary, an OCI image layout `image` wrote, or such an
+//!    image in a registry; the server in it is asked what it serves (`ls --json`,
+//!    `ls --content-digest`).
 //! 2. [`compare`] matches versions by repository and tag: added, removed, and changed (digest,
 //!    size, kind or signer), and the bytes the new versions add.
 //! 3. Printed as lines (`+`, `-`, `~`, then a summary) or `--format json`. The exit status is 0
@@ -26,12 +27,20 @@ pub enum Format {
 
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
-    /// The build running now: a server binary, or an OCI image layout (`LAYOUT[:TAG]`).
+    /// The build running now: a server binary, an OCI image layout (`LAYOUT[:TAG]`), or an
+    /// image in a registry (`REGISTRY/PATH:TAG`, `@DIGEST`, `:TAG@DIGEST`).
     #[arg(value_name = "OLD")]
     pub old: String,
     /// The build to roll out, as OLD.
     #[arg(value_name = "NEW")]
     pub new: String,
+    /// A registry (`host:port`) reached over plain HTTP, for an image reference (loopback
+    /// always is); repeatable.
+    #[arg(long, value_name = "HOST")]
+    pub plain_http: Vec<String>,
+    /// PEM certificates to trust for registries, besides the system's.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
     /// Lines for people, or one JSON document.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -56,8 +65,12 @@ pub fn run(args: &DiffArgs) -> Result<bool, Error> {
     for dir in [&old_work, &new_work] {
         std::fs::create_dir(dir).map_err(Error::Work)?;
     }
-    let old = Side::read(&args.old, &old_work)?;
-    let new = Side::read(&args.new, &new_work)?;
+    let reach = side::Reach {
+        plain_http: args.plain_http.clone(),
+        ca_file: args.ca_file.clone(),
+    };
+    let old = Side::read(&args.old, &reach, &old_work)?;
+    let new = Side::read(&args.new, &reach, &new_work)?;
     let changes = Changes::of(&old, &new);
     match args.format {
         Format::Text => {

@@ -1,9 +1,11 @@
 //! One side of `diff`: what a built server serves, read from the server itself.
 //!
-//! 1. [`Side::parse`]: a file is a server binary; a folder (`LAYOUT[:TAG]`) an OCI image
+//! 1. [`Side::read`]: a file is a server binary; a folder (`LAYOUT[:TAG]`) an OCI image
 //!    layout, its image for this machine's platform read as `--base` reads one (every blob
 //!    checked against its digest), and the `chartreg` file of its layers (the last layer that
-//!    holds one) written to a work file.
+//!    holds one) written to a work file; anything else an image reference in a registry
+//!    (`REGISTRY/PATH:TAG`, `@DIGEST`, `:TAG@DIGEST`), this machine's platform of it copied
+//!    into a work layout as fetch copies images (`fetch::pull`), then read as a layout.
 //! 2. The binary asked, within bounds of time, memory and output, for `ls --json` and
 //!    `ls --content-digest`: what it serves, version by version (repository, tag, kind,
 //!    digest, pull size, what verified it at build), and the digest of its content.
@@ -29,10 +31,8 @@ const ASK_LIMITS: Limits = Limits {
 /// Why a side cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum SideError {
-    #[error(
-        "{text}: no such file or folder (give a server binary or an OCI image layout, LAYOUT[:TAG])"
-    )]
-    Missing { text: String },
+    #[error("{0}")]
+    Pull(#[from] crate::fetch::pull::PullError),
     #[error("{text}: {source}")]
     Layout {
         text: String,
@@ -103,7 +103,7 @@ pub struct Row {
 impl Side {
     /// Reads the side `text` names (see the module's documentation); `work` is a folder for
     /// the binary taken out of a layout.
-    pub fn read(text: &str, work: &Path) -> Result<Side, SideError> {
+    pub fn read(text: &str, reach: &Reach, work: &Path) -> Result<Side, SideError> {
         let path = Path::new(text);
         let binary = if path.is_file() {
             executable(text, path)?
@@ -116,11 +116,7 @@ impl Side {
             } else {
                 match BaseSpec::parse(text) {
                     Ok(spec) if spec.dir.is_dir() => spec,
-                    _ => {
-                        return Err(SideError::Missing {
-                            text: text.to_owned(),
-                        });
-                    }
+                    _ => pulled(text, reach, work)?,
                 }
             };
             server_of(text, &spec, work)?
@@ -163,6 +159,36 @@ impl Side {
             rows: rows.into_iter().filter(|r| r.tag.is_some()).collect(),
         })
     }
+}
+
+/// How registries are reached: plain HTTP hosts, a CA file.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    pub plain_http: Vec<String>,
+    pub ca_file: Option<PathBuf>,
+}
+
+/// The image `text` names in its registry, this machine's platform of it, copied into a
+/// layout in `work`.
+fn pulled(text: &str, reach: &Reach, work: &Path) -> Result<BaseSpec, SideError> {
+    let host = host_platform().ok_or_else(|| SideError::NoHostPlatform {
+        text: text.to_owned(),
+    })?;
+    let platform = format!("{}/{}", host.os, host.architecture);
+    let dir = work.join("pulled");
+    let tag = crate::fetch::pull::pull(
+        &crate::fetch::pull::Pull {
+            reference: text,
+            platform: &platform,
+            plain_http: &reach.plain_http,
+            ca_file: reach.ca_file.as_deref(),
+        },
+        &dir,
+    )?;
+    Ok(BaseSpec {
+        dir,
+        tag: Some(tag),
+    })
 }
 
 /// The file `path` as a program to run: its absolute path (a bare name is never looked up

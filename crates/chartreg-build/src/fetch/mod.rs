@@ -23,6 +23,8 @@
 //! (`problem`): not found, authentication refused, digest mismatch, TLS failure, each with the
 //! error under it.
 //!
+//! `pull` takes one image of one platform into a layout, with the same parts, for `diff`.
+//!
 //! This module runs those steps in order (`options` holds what they are asked and hand back);
 //! `charts` and `images` each run their half, `command` is the command line over it. Modules
 //! below them (`helm_repo`, `oci`, `staging`, `transport`, `verify`, `problem`) use none of
@@ -39,6 +41,7 @@ mod oci;
 mod options;
 mod problem;
 mod progress;
+pub mod pull;
 mod staging;
 mod transport;
 pub mod verify;

@@ -1,7 +1,7 @@
 //! Images: every repository the lists ask for ([`fetch_all`]), repositories in parallel, each
 //! copied whole into its layout (`repository`), and what the lock records of each image.
 
-mod repository;
+pub(super) mod repository;
 
 use std::collections::BTreeMap;
 
