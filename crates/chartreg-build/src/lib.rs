@@ -9,7 +9,8 @@
 //! - [`diff`] says what a rollout from one build (a server binary or an image layout) to
 //!   another changes, asking each server what it serves; it reads layouts as [`image`] does.
 //! - [`image`] writes chartreg's container image (the static server binary, on scratch or a
-//!   base) as an OCI image layout, with no container engine.
+//!   base) as an OCI image layout, with no container engine, its SBOM attached and, with a
+//!   cosign key, its signature.
 //! - [`compile`] compiles the server with that content inside, from the server kit that comes
 //!   with the tool, offline (`chartreg-build build`), after packing it.
 //! - [`fetch`] takes charts and images from upstream, as mindthegap's lists name them, into

@@ -198,10 +198,14 @@ impl Layout<'_> {
         let tag_of = |d: &Descriptor| d.annotations.get(REF_NAME).cloned();
         let tags: Vec<String> = entries.iter().filter_map(tag_of).collect();
         let Some(tag) = &self.spec.tag else {
-            // Artifacts referring to an image (its SBOM, signatures) are not images.
+            // Artifacts referring to an image (its SBOM, signatures, by referrer or by cosign's
+            // `sha256-<hex>.sig` tag) are not images.
             let images: Vec<&Descriptor> = entries
                 .iter()
-                .filter(|d| d.artifact_type.is_none())
+                .filter(|d| {
+                    d.artifact_type.is_none()
+                        && !tag_of(d).is_some_and(|t| crate::verify::image::is_cosign_tag(&t))
+                })
                 .collect();
             return match images.as_slice() {
                 [one] => Ok(one),

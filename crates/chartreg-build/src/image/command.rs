@@ -12,7 +12,9 @@
 //! 5. The SBOM attached to the image: `--sbom FILE`, else what the host's binary prints for
 //!    `ls --sbom` (an SPDX 2.3 document, checked to be one); `--no-sbom` attaches none. When no
 //!    binary is the host's, an error asking for one of the two.
-//! 6. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
+//! 6. `--sign-key FILE`: the cosign key that signs the image ([`super::sign`]), opened with
+//!    `COSIGN_PASSWORD` before anything is written.
+//! 7. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
 //!    manifest or index digest, content digest, and the `skopeo copy` that takes it anywhere.
 
 use std::collections::BTreeMap;
@@ -86,6 +88,11 @@ pub struct ImageArgs {
     /// Attach no SBOM to the image.
     #[arg(long)]
     pub no_sbom: bool,
+    /// Sign the image with this cosign private key (`cosign generate-key-pair`'s cosign.key;
+    /// its password in COSIGN_PASSWORD): the signature is written into the layout, tagged
+    /// `sha256-<digest>.sig` and as an OCI 1.1 referrer.
+    #[arg(long, value_name = "FILE", env = "CHARTREG_SIGN_KEY")]
+    pub sign_key: Option<PathBuf>,
     /// A file to write the tag into (with a newline).
     #[arg(long, value_name = "FILE")]
     pub tag_file: Option<PathBuf>,
@@ -144,6 +151,8 @@ pub enum RunError {
     SbomFile { path: PathBuf, source: io::Error },
     #[error("the SBOM {} is no SPDX 2.3 JSON document ({reason})", path.display())]
     SbomNotSpdx { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Sign(#[from] super::sign::SignError),
     #[error("the default tag: {0}")]
     DefaultTag(#[from] TagError),
     #[error("the tag file {}: {source}", path.display())]
@@ -401,6 +410,15 @@ impl ImageArgs {
             created,
             labels: self.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
             sbom: sbom(self)?,
+            signer: match &self.sign_key {
+                Some(path) => {
+                    let password = std::env::var_os(super::sign::PASSWORD_VARIABLE)
+                        .map(|p| p.into_encoded_bytes())
+                        .unwrap_or_default();
+                    Some(super::sign::Signer::read(path, &password)?)
+                }
+                None => None,
+            },
         })
     }
 }
@@ -466,10 +484,16 @@ fn summary(report: &ImageReport, content: &Digest) -> String {
     let sbom = report
         .referrers
         .iter()
+        .filter(|r| r.artifact_type.as_deref() == Some(chartreg_core::oci::media_type::SPDX_JSON))
         .map(|r| format!(", SBOM {}", r.digest))
         .collect::<String>();
+    let signed = report
+        .signature
+        .as_ref()
+        .map(|s| format!(", signed by key {} ({})", s.fingerprint, s.tag))
+        .unwrap_or_default();
     format!(
-        "{what} {dir} (tag {tag}, {kind} {} for {}, content {content}{sbom}): skopeo copy oci:{dir}:{tag} docker://REGISTRY/chartreg:{tag}",
+        "{what} {dir} (tag {tag}, {kind} {} for {}, content {content}{sbom}{signed}): skopeo copy oci:{dir}:{tag} docker://REGISTRY/chartreg:{tag}",
         report.top.digest,
         platforms.join(", "),
     )

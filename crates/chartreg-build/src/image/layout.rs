@@ -10,7 +10,8 @@
 //!    platform). The entry is tagged (`org.opencontainers.image.ref.name`). Each artifact
 //!    about the image (its SBOM) is an OCI 1.1 referrer: a manifest of one layer whose
 //!    `subject` is that entry, listed untagged in `index.json` with its `artifactType` (as
-//!    oras and the registries' referrers API find it).
+//!    oras and the registries' referrers API find it). With a signer, a cosign signature of
+//!    that entry ([`sign`](super::sign)): tagged `sha256-<hex>.sig`, and as a referrer.
 //! 4. [`Output::write`] puts the tree into place with the core's writer: left alone when `OUT`
 //!    already holds exactly it; otherwise staged beside `OUT` and renamed in, so that a failure
 //!    leaves the layout that was there.
@@ -29,6 +30,7 @@ use super::Error;
 use super::base::BaseImage;
 use super::config::ImageConfig;
 use super::layer::Layer;
+use super::sign::{self, Signer};
 
 /// The annotation naming the manifest of the base image (as ko and buildah write it).
 const BASE_DIGEST: &str = "org.opencontainers.image.base.digest";
@@ -137,9 +139,23 @@ pub struct Assembled {
     pub tree: Tree,
     pub top: Descriptor,
     pub manifests: Vec<(Platform, Descriptor)>,
-    /// Each attachment's manifest, in the order given.
+    /// Each attachment's manifest, in the order given, then the signature's referrer.
     pub referrers: Vec<Descriptor>,
+    pub signature: Option<Signature>,
 }
+
+/// The signature written: its manifest under cosign's tag, and the key's fingerprint.
+#[derive(Debug, Clone)]
+pub struct Signature {
+    pub tagged: Descriptor,
+    /// `sha256-<hex>.sig`.
+    pub tag: String,
+    pub fingerprint: String,
+}
+
+/// The `docker-reference` a signature names: the image's own name (verifiers do not check it,
+/// as images are copied to registries of every name).
+const SIGNED_REFERENCE: &str = "chartreg";
 
 /// An artifact about the image, attached as a referrer: its type (the artifactType and the
 /// layer's media type), its bytes, and the manifest's annotations.
@@ -151,12 +167,14 @@ pub struct Attachment {
 }
 
 /// Lays out `images` in a layout folder named `leaf`, tagged `tag`, with `attachments`
-/// referring to what `index.json` lists (see the module doc, step 3).
+/// referring to what `index.json` lists, signed by `signer` when given (see the module doc,
+/// step 3).
 pub fn assemble(
     leaf: &str,
     images: &[PlatformImage<'_>],
     tag: &Tag,
     attachments: &[Attachment],
+    signer: Option<&Signer>,
 ) -> Result<Assembled, Unwritable> {
     let mut layout = LayoutBuilder::new(leaf);
     let mut manifests = Vec::new();
@@ -214,6 +232,42 @@ pub fn assemble(
         layout.list(descriptor.clone(), None);
         referrers.push(descriptor);
     }
+    let signature = signer.map(|signer| {
+        let signed = signer.sign(&top.digest, SIGNED_REFERENCE);
+        let mut layer = layout.blob(sign::SIMPLE_SIGNING, signed.payload);
+        layer
+            .annotations
+            .insert(sign::SIGNATURE_ANNOTATION.to_owned(), signed.signature);
+        // cosign's config of a signature: the payload as its one layer.
+        let config = format!(
+            r#"{{"architecture":"","config":{{}},"created":"0001-01-01T00:00:00Z","history":[{{"created":"0001-01-01T00:00:00Z"}}],"os":"","rootfs":{{"type":"layers","diff_ids":["{}"]}}}}"#,
+            layer.digest
+        );
+        let config = layout.blob(media_type::OCI_CONFIG, config.into_bytes());
+        let tagged = layout.manifest(
+            media_type::OCI_MANIFEST,
+            &ImageManifest::new(config, vec![layer.clone()]),
+        );
+        let sig_tag = format!("sha256-{}.sig", top.digest.encoded());
+        layout.list(tagged.clone(), Some(&sig_tag));
+        let empty = layout.blob(media_type::OCI_EMPTY, b"{}".to_vec());
+        let mut referrer = ImageManifest::new(empty, vec![layer]);
+        referrer.artifact_type = Some(sign::SIGNATURE_ARTIFACT.to_owned());
+        referrer.subject = Some(Descriptor::new(
+            &top.media_type,
+            top.digest.clone(),
+            top.size,
+        ));
+        let mut descriptor = layout.manifest(media_type::OCI_MANIFEST, &referrer);
+        descriptor.artifact_type = Some(sign::SIGNATURE_ARTIFACT.to_owned());
+        layout.list(descriptor.clone(), None);
+        referrers.push(descriptor);
+        Signature {
+            tagged,
+            tag: sig_tag,
+            fingerprint: signer.fingerprint.clone(),
+        }
+    });
     let mut tree = layout.finish()?;
     // The layers were written beside the layout for it: linked in, not copied.
     for image in images {
@@ -228,6 +282,7 @@ pub fn assemble(
         top,
         manifests,
         referrers,
+        signature,
     })
 }
 

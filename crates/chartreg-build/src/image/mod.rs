@@ -38,6 +38,7 @@ pub mod command;
 pub mod config;
 pub mod layer;
 pub mod layout;
+pub mod sign;
 
 pub use base::BaseSpec;
 pub use binary::{Binary, Warning};
@@ -67,6 +68,8 @@ pub struct ImageRequest {
     pub labels: BTreeMap<String, String>,
     /// The SBOM (SPDX 2.3 JSON) to attach, if any.
     pub sbom: Option<Vec<u8>>,
+    /// The key that signs the image, if any.
+    pub signer: Option<sign::Signer>,
 }
 
 /// What was written.
@@ -78,8 +81,10 @@ pub struct ImageReport {
     pub top: Descriptor,
     /// Each platform's manifest.
     pub manifests: Vec<(Platform, Descriptor)>,
-    /// The referrers attached (the SBOM's manifest).
+    /// The referrers attached (the SBOM's manifest, the signature's).
     pub referrers: Vec<Descriptor>,
+    /// The cosign signature, when signed.
+    pub signature: Option<layout::Signature>,
     pub outcome: Outcome,
     pub warnings: Vec<Warning>,
 }
@@ -260,7 +265,13 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
                 .collect(),
         })
         .collect();
-    let assembled = layout::assemble(output.leaf(), &images, &request.tag, &attachments)?;
+    let assembled = layout::assemble(
+        output.leaf(),
+        &images,
+        &request.tag,
+        &attachments,
+        request.signer.as_ref(),
+    )?;
 
     // 4. Into place.
     let outcome = output.write(&assembled.tree)?;
@@ -271,6 +282,7 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
         top: assembled.top,
         manifests: assembled.manifests,
         referrers: assembled.referrers,
+        signature: assembled.signature,
         outcome,
         warnings,
     })

@@ -22,8 +22,11 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 mod base;
+#[path = "../common/mod.rs"]
+mod common;
 mod inputs;
 mod platforms;
+mod sign;
 mod support;
 
 use support::*;

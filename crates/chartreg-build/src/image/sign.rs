@@ -1,0 +1,243 @@
+//! `image --sign-key KEY`: a cosign signature of the image, made offline and written into the
+//! layout beside it.
+//!
+//! 1. The key ([`Signer::read`]): cosign's private key file, as `cosign generate-key-pair`
+//!    writes it: PEM `ENCRYPTED SIGSTORE PRIVATE KEY` (or the older `ENCRYPTED COSIGN PRIVATE
+//!    KEY`) around JSON naming the KDF (scrypt: N, r, p, salt), the cipher (nacl/secretbox:
+//!    nonce) and the ciphertext, which is the PKCS#8 of an ECDSA P-256 key. The password is
+//!    `COSIGN_PASSWORD`, as cosign reads it.
+//! 2. The payload ([`Signer::sign`]): cosign's simple-signing JSON, its
+//!    `critical.image.docker-manifest-digest` the digest `index.json` tags (the image, or the
+//!    index of its platforms).
+//! 3. The signature: ECDSA P-256 over SHA-256, deterministic (RFC 6979: the same image and key
+//!    give the same bytes, so the layout stays reproducible), DER, base64, in the payload
+//!    layer's `dev.cosignproject.cosign/signature` annotation.
+//!
+//! `layout` writes it twice: tagged `sha256-<hex>.sig` (cosign's tag schema, where cosign,
+//! policy-controller and Kyverno look), and as an OCI 1.1 referrer of the image.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use chartreg_core::oci::Digest;
+use p256::ecdsa::signature::Signer as _;
+use p256::pkcs8::{DecodePrivateKey, EncodePublicKey};
+use serde::Deserialize;
+
+/// The variable cosign reads a key's password from.
+pub const PASSWORD_VARIABLE: &str = "COSIGN_PASSWORD";
+/// The simple-signing layer's media type.
+pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+/// The layer annotation holding the signature.
+pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+/// The artifactType of a cosign signature attached as an OCI 1.1 referrer.
+pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.cosign.artifact.sig.v1+json";
+/// The largest scrypt cost taken, 2^18 (256 MiB at r = 8); cosign writes 2^15.
+const MAX_LOG_N: u8 = 18;
+/// The most of a key file read (a cosign key is well under a KiB).
+const KEY_LIMIT: u64 = 1 << 20;
+
+/// Why the key cannot sign.
+#[derive(Debug, thiserror::Error)]
+pub enum SignError {
+    #[error("the signing key {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the signing key {} is not a cosign private key (PEM `ENCRYPTED SIGSTORE PRIVATE KEY`, as `cosign generate-key-pair` writes cosign.key): {reason}",
+        path.display()
+    )]
+    NotCosign { path: PathBuf, reason: String },
+    #[error(
+        "the signing key {} does not open with the password in {PASSWORD_VARIABLE} (wrong password, or the file was changed)",
+        path.display()
+    )]
+    Password { path: PathBuf },
+    #[error("the signing key {} holds no ECDSA P-256 key: {reason}", path.display())]
+    NotP256 { path: PathBuf, reason: String },
+}
+
+/// A key that signs images.
+#[derive(Clone)]
+pub struct Signer {
+    key: p256::ecdsa::SigningKey,
+    /// `sha256:<hex>` of the public key's SubjectPublicKeyInfo, as policies and pages name
+    /// keys.
+    pub fingerprint: String,
+    /// The public key (PEM), as `cosign.pub` holds it.
+    pub public_pem: String,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer")
+            .field("fingerprint", &self.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Deserialize)]
+struct Encrypted {
+    kdf: Kdf,
+    cipher: Cipher,
+    ciphertext: String,
+}
+
+#[derive(Deserialize)]
+struct Kdf {
+    name: String,
+    params: KdfParams,
+    salt: String,
+}
+
+#[derive(Deserialize)]
+struct KdfParams {
+    #[serde(rename = "N")]
+    n: u64,
+    r: u32,
+    p: u32,
+}
+
+#[derive(Deserialize)]
+struct Cipher {
+    name: String,
+    nonce: String,
+}
+
+/// What was signed and how: the payload, and the annotation its layer carries.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    pub payload: Vec<u8>,
+    /// base64 of the DER signature.
+    pub signature: String,
+}
+
+impl Signer {
+    /// Reads and opens cosign's private key at `path` with `password`.
+    pub fn read(path: &Path, password: &[u8]) -> Result<Signer, SignError> {
+        use std::io::Read;
+        let not = |reason: &str| SignError::NotCosign {
+            path: path.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(KEY_LIMIT).read_to_string(&mut text))
+            .map_err(|source| SignError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+        let body = pem_body(&text).ok_or_else(|| not("no such PEM block"))?;
+        let json = STANDARD
+            .decode(body)
+            .map_err(|e| not(&format!("its PEM is not base64: {e}")))?;
+        let encrypted: Encrypted = serde_json::from_slice(&json)
+            .map_err(|e| not(&format!("its content is not cosign's JSON: {e}")))?;
+        if encrypted.kdf.name != "scrypt" || encrypted.cipher.name != "nacl/secretbox" {
+            return Err(not(&format!(
+                "it is encrypted with {} and {}, not scrypt and nacl/secretbox",
+                encrypted.kdf.name, encrypted.cipher.name
+            )));
+        }
+        let KdfParams { n, r, p } = encrypted.kdf.params;
+        let log_n = (n.is_power_of_two() && n > 1)
+            .then(|| n.trailing_zeros())
+            .and_then(|l| u8::try_from(l).ok())
+            .filter(|l| *l <= MAX_LOG_N)
+            .ok_or_else(|| {
+                not(&format!(
+                    "its scrypt N {n} is not a power of two up to 2^{MAX_LOG_N}"
+                ))
+            })?;
+        let params = scrypt::Params::new(log_n, r, p, 32)
+            .map_err(|e| not(&format!("its scrypt parameters: {e}")))?;
+        let decode = |what: &str, b64: &str| {
+            STANDARD
+                .decode(b64)
+                .map_err(|e| not(&format!("its {what} is not base64: {e}")))
+        };
+        let salt = decode("salt", &encrypted.kdf.salt)?;
+        let nonce = decode("nonce", &encrypted.cipher.nonce)?;
+        let ciphertext = decode("ciphertext", &encrypted.ciphertext)?;
+        let mut secret = [0u8; 32];
+        scrypt::scrypt(password, &salt, &params, &mut secret)
+            .map_err(|e| not(&format!("scrypt: {e}")))?;
+        use crypto_secretbox::aead::{Aead, KeyInit};
+        let nonce: [u8; 24] = nonce
+            .try_into()
+            .map_err(|_| not("its nonce is not 24 bytes"))?;
+        let der = crypto_secretbox::XSalsa20Poly1305::new(&secret.into())
+            .decrypt(&nonce.into(), ciphertext.as_slice())
+            .map_err(|_| SignError::Password {
+                path: path.to_owned(),
+            })?;
+        let key =
+            p256::ecdsa::SigningKey::from_pkcs8_der(&der).map_err(|e| SignError::NotP256 {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
+        let public = key
+            .verifying_key()
+            .to_public_key_der()
+            .map_err(|e| SignError::NotP256 {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
+        let fingerprint = Digest::sha256_of(public.as_bytes()).to_string();
+        let public_pem = format!(
+            "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+            STANDARD
+                .encode(public.as_bytes())
+                .as_bytes()
+                .chunks(64)
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        Ok(Signer {
+            key,
+            fingerprint,
+            public_pem,
+        })
+    }
+
+    /// Signs the image `digest` names, as `reference` (cosign's `docker-reference`, which
+    /// verifiers do not check: images are relocated).
+    pub fn sign(&self, digest: &Digest, reference: &str) -> Signed {
+        let quoted = |s: &str| {
+            serde_json::to_string(s).unwrap_or_else(|_| unreachable!("strings serialise"))
+        };
+        let payload = format!(
+            r#"{{"critical":{{"identity":{{"docker-reference":{}}},"image":{{"docker-manifest-digest":{}}},"type":"cosign container image signature"}},"optional":null}}"#,
+            quoted(reference),
+            quoted(digest.as_str())
+        )
+        .into_bytes();
+        let signature: p256::ecdsa::Signature = self.key.sign(&payload);
+        Signed {
+            payload,
+            signature: STANDARD.encode(signature.to_der().as_bytes()),
+        }
+    }
+}
+
+/// The base64 between the BEGIN and END lines of cosign's private key block.
+fn pem_body(text: &str) -> Option<String> {
+    for label in [
+        "ENCRYPTED SIGSTORE PRIVATE KEY",
+        "ENCRYPTED COSIGN PRIVATE KEY",
+    ] {
+        let begin = format!("-----BEGIN {label}-----");
+        let end = format!("-----END {label}-----");
+        if let Some(start) = text.find(&begin) {
+            let rest = &text[start + begin.len()..];
+            let stop = rest.find(&end)?;
+            return Some(rest[..stop].split_whitespace().collect());
+        }
+    }
+    None
+}
