@@ -9,9 +9,8 @@
 //!    in `index.json` itself, several through an image index of their manifests (each with its
 //!    platform). The entry is tagged (`org.opencontainers.image.ref.name`). Each artifact
 //!    about the image (its SBOM) is an OCI 1.1 referrer: a manifest of one layer whose
-//!    `subject` is that entry, listed in `index.json` with its `artifactType` (as
-//!    oras and the registries' referrers API find it), and tagged as cosign tags it
-//!    (`sha256-<hex>.sbom`), so that `skopeo copy` of that tag copies it. With a signer, a cosign signature of
+//!    `subject` is that entry, listed untagged in `index.json` with its `artifactType` (as
+//!    oras and the registries' referrers API find it). With a signer, a cosign signature of
 //!    that entry ([`sign`](super::sign)): tagged `sha256-<hex>.sig`, and as a referrer.
 //! 4. [`Output::write`] puts the tree into place with the core's writer: left alone when `OUT`
 //!    already holds exactly it; otherwise staged beside `OUT` and renamed in, so that a failure
@@ -165,9 +164,6 @@ pub struct Attachment {
     pub artifact_type: &'static str,
     pub data: Vec<u8>,
     pub annotations: Annotations,
-    /// cosign's tag for it, `sha256-<digest>.<suffix>` (`sbom`), so that `skopeo copy` of
-    /// that tag takes it along and `cosign download` finds it; `None`: untagged.
-    pub cosign_suffix: Option<&'static str>,
 }
 
 /// Lays out `images` in a layout folder named `leaf`, tagged `tag`, with `attachments`
@@ -233,10 +229,7 @@ pub fn assemble(
         let mut descriptor = layout.manifest(media_type::OCI_MANIFEST, &manifest);
         descriptor.artifact_type = Some(attachment.artifact_type.to_owned());
         descriptor.annotations = attachment.annotations.clone();
-        let tag = attachment
-            .cosign_suffix
-            .map(|suffix| format!("sha256-{}.{suffix}", top.digest.encoded()));
-        layout.list(descriptor.clone(), tag.as_deref());
+        layout.list(descriptor.clone(), None);
         referrers.push(descriptor);
     }
     let signature = signer.map(|signer| {

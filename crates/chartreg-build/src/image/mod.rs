@@ -263,7 +263,6 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
             annotations: [(config::CREATED.to_owned(), created.clone())]
                 .into_iter()
                 .collect(),
-            cosign_suffix: Some("sbom"),
         })
         .collect();
     let assembled = layout::assemble(
