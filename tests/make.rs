@@ -243,7 +243,8 @@ fn read_image(skopeo: &Path, out: &Path, attached: bool) -> Image {
     let names: Vec<&Value> = entries
         .iter()
         .map(|m| &m["annotations"]["org.opencontainers.image.ref.name"])
-        .filter(|name| !name.is_null())
+        // cosign's tags of what is attached (`sha256-<hex>.sbom`) name no image.
+        .filter(|name| name.as_str().is_some_and(|n| !n.starts_with("sha256-")))
         .collect();
     assert_eq!(
         names,
