@@ -276,8 +276,8 @@ mod tests {
         assert_eq!(
             &lines[1..],
             [
-                "+ charts/a:1.1.0  chart  sha256:a2  2.0 KiB  not verified",
                 "- charts/a:1.0.0  chart  sha256:a1  100 B  not verified",
+                "+ charts/a:1.1.0  chart  sha256:a2  2.0 KiB  not verified",
                 "~ charts/b:1.0.0  chart  not verified -> verified: key K1",
                 "1 added, 1 removed, 1 changed; a rollout adds 2.1 KiB (2148 bytes)",
             ]

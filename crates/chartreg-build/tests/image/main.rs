@@ -369,6 +369,25 @@ fn the_real_server_binary() {
     );
     let tag = fs::read_to_string(&tag_file).unwrap().trim_end().to_owned();
     assert_eq!(tag, format!("{VERSION}-{}", &content[7..19]));
+    // The layout copied with its referrers into a registry, chartreg's own: pack takes the
+    // image with its SBOM, which the referrers of the image then list.
+    let assets = dir.path().join("assets");
+    let packed = Command::new(env!("CARGO_BIN_EXE_chartreg-build"))
+        .args(["pack", "--out", s(&assets), "--layout"])
+        .arg(format!("{}=team/chartreg:{tag}", s(&out)))
+        .output()
+        .unwrap();
+    assert!(packed.status.success(), "pack: {}", text(&packed.stderr));
+    let registry = chartreg_core::content::Registry::from_files(common::files_in(&assets)).unwrap();
+    let repository = registry
+        .repository(&"team/chartreg".parse().unwrap())
+        .unwrap();
+    let subject = repository.tag_digest(&tag).unwrap().clone();
+    let sboms: Vec<_> = repository
+        .referrers(&subject, Some("application/spdx+json"))
+        .collect();
+    assert_eq!(sboms.len(), 1, "the image's SBOM among its referrers");
+    assert_eq!(sboms[0].digest.as_str(), entry["digest"].as_str().unwrap());
     let manifest = json(&blob(&out, &top["digest"]));
     let config = json(&blob(&out, &manifest["config"]["digest"]));
     assert_eq!(
