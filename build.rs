@@ -21,7 +21,9 @@
 //! as the crate declares it, source), from `cargo metadata` for the target, following normal
 //! dependencies from this package; `$OUT_DIR/created.rs`, `$SOURCE_DATE_EPOCH`'s seconds
 //! (unset or empty: 0, as the image's `created`); `$OUT_DIR/content-digest.txt`, the
-//! content's digest (what `chartreg ls --content-digest` prints).
+//! content's digest (what `chartreg ls --content-digest` prints); `$OUT_DIR/signer.txt`, the
+//! fingerprint of the key its image is signed with (`$CHARTREG_SIGNER`, which `chartreg-build
+//! image --sign-key` sets; empty when unsigned).
 //!
 //! Cargo reruns this when anything under the folder changes, including files being added or
 //! removed (rust-embed alone only notices changed contents). A folder that cannot be built in
@@ -57,6 +59,10 @@ enum Error {
     Prepare(#[from] prepare::Error),
     #[error("SOURCE_DATE_EPOCH must be whole seconds since 1970, not `{0}`")]
     SourceDateEpoch(String),
+    #[error(
+        "CHARTREG_SIGNER must be a key's fingerprint, sha256:<64 lowercase hex digits>, not `{0}`"
+    )]
+    Signer(String),
     #[error("cannot list the crates compiled in: cargo metadata {0}")]
     Metadata(String),
     #[error("cannot list the crates compiled in: cargo metadata's answer: {0}")]
@@ -125,8 +131,26 @@ fn run() -> Result<(), Error> {
     );
     git_revision(&manifest_dir);
     created(&out_dir)?;
+    signer(&out_dir)?;
     crates(&manifest_dir, &out_dir)?;
     Ok(())
+}
+
+/// `$OUT_DIR/signer.txt`: `$CHARTREG_SIGNER`, the fingerprint (`sha256:<hex>`) of the key
+/// `chartreg-build image --sign-key` signs this binary's image with; empty when unsigned.
+fn signer(out_dir: &Path) -> Result<(), Error> {
+    println!("cargo:rerun-if-env-changed=CHARTREG_SIGNER");
+    let signer = env::var("CHARTREG_SIGNER").unwrap_or_default();
+    let fingerprint = signer.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    });
+    if !signer.is_empty() && !fingerprint {
+        return Err(Error::Signer(signer));
+    }
+    write(&out_dir.join("signer.txt"), signer.as_bytes())
 }
 
 /// `$OUT_DIR/created.rs`: `SOURCE_DATE_EPOCH` as a `u64` literal.

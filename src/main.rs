@@ -45,6 +45,8 @@ fn main() -> ExitCode {
             env!("OUT_DIR"),
             "/content-digest.txt"
         ))),
+        signer: Some(include_str!(concat!(env!("OUT_DIR"), "/signer.txt")))
+            .filter(|s| !s.is_empty()),
     });
     chartreg::cli::main(std::env::args_os(), || EMBEDDED.content::<Assets>())
 }

@@ -167,7 +167,8 @@ async fn metrics_count_registry_traffic_only() {
                 ("version", "test"),
                 ("revision", "r1"),
                 ("content_digest", "sha256:c0"),
-                ("created", "2026-12-06T00:00:00Z")
+                ("created", "2026-12-06T00:00:00Z"),
+                ("signer", "none")
             ]
         ),
         Some(1.0)

@@ -44,6 +44,7 @@ async fn exchange(ready: bool, requests: Vec<TestRequest>) -> (Vec<Reply>, Arc<M
             revision: "r1".into(),
             content_digest: "sha256:c0".into(),
             created: "2026-12-06T00:00:00Z".into(),
+            signer: "none".into(),
         },
     ));
     let ops = Ops::new(metrics.clone(), 1024, true);

@@ -52,6 +52,61 @@ fn content(dir: &Path, charts: &Path, repositories: &[&str]) -> PathBuf {
     path
 }
 
+/// A cosign key (`cosign.key`, password `pw`) written by PyNaCl; `None` (skipped) when PyNaCl
+/// is missing, a failure under `CI=true`.
+fn cosign_key(dir: &Path) -> Option<PathBuf> {
+    let root = common::root();
+    let made = Command::new("python3")
+        .env("PYTHONPATH", root.join(".tools/python"))
+        .arg(root.join("tests/fixtures/signing/cosign.py"))
+        .arg("key")
+        .arg(dir)
+        .arg("pw")
+        .output()
+        .expect("python3 runs");
+    if !made.status.success() {
+        assert!(
+            !common::ci(),
+            "cosign.py key failed (CI=true: scripts/install-tools.sh installs PyNaCl): {}",
+            text(&made.stderr)
+        );
+        eprintln!("SKIPPED: signing (PyNaCl is missing)");
+        return None;
+    }
+    Some(dir.join("cosign.key"))
+}
+
+/// The server binary in the image layout `layout` (its last layer's `chartreg`), written to
+/// `out`.
+fn server_of(layout: &Path, out: &Path) -> PathBuf {
+    let json = |digest: &Value| -> Value {
+        let hex = digest.as_str().unwrap().trim_start_matches("sha256:");
+        serde_json::from_slice(&fs::read(layout.join("blobs/sha256").join(hex)).unwrap()).unwrap()
+    };
+    let index: Value =
+        serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let manifest = json(&index["manifests"][0]["digest"]);
+    let layer = manifest["layers"].as_array().unwrap().last().unwrap()["digest"].clone();
+    let hex = layer
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:")
+        .to_owned();
+    let file = fs::File::open(layout.join("blobs/sha256").join(hex)).unwrap();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().to_str() == Some("chartreg") {
+            let mut written = fs::File::create(out).unwrap();
+            std::io::copy(&mut entry, &mut written).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(out, fs::Permissions::from_mode(0o755)).unwrap();
+            return out.to_owned();
+        }
+    }
+    panic!("no chartreg in {}", layout.display());
+}
+
 fn run(args: &[&str]) -> Output {
     tool().args(args).output().expect("chartreg-build runs")
 }
@@ -154,8 +209,12 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
         &s(&old_bin),
     ]);
     assert!(built.status.success(), "build: {}", text(&built.stderr));
+    // NEW signed with a cosign key (written by PyNaCl, tests/fixtures/signing/cosign.py): its
+    // server names the key as its signer.
+    let key = cosign_key(dir.path());
     let new_layout = dir.path().join("new-oci");
-    let imaged = run(&[
+    let mut image = tool();
+    image.args([
         "image",
         "--config",
         &s(&new_config),
@@ -166,7 +225,36 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
         "--out",
         &s(&new_layout),
     ]);
+    if let Some(key) = &key {
+        image
+            .arg("--sign-key")
+            .arg(key)
+            .env("COSIGN_PASSWORD", "pw");
+    }
+    let imaged = image.output().unwrap();
     assert!(imaged.status.success(), "image: {}", text(&imaged.stderr));
+    if key.is_some() {
+        let said = text(&imaged.stdout);
+        let fingerprint = said
+            .split("signed by key ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{said}"));
+        let server = server_of(&new_layout, &dir.path().join("new-server"));
+        let sbom = Command::new(&server)
+            .args(["ls", "--sbom"])
+            .output()
+            .unwrap();
+        let sbom: Value = serde_json::from_slice(&sbom.stdout).unwrap();
+        assert!(
+            sbom["packages"][0]["comment"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("; its image signed by key {fingerprint}")),
+            "{}",
+            sbom["packages"][0]
+        );
+    }
     // NEW's server, as its binary for the expected lines.
     let new_bin = dir.path().join("new-chartreg");
     let copied = run(&[

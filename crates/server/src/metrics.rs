@@ -5,8 +5,9 @@
 //! - `chartreg_http_response_bytes_total{route}`: body bytes sent
 //! - `chartreg_http_request_duration_seconds{route}`: histogram, request start to body sent
 //! - `chartreg_content_{repositories,tags,manifests,blobs,bytes}`: what the binary serves
-//! - `chartreg_build_info{version,revision,content_digest,created}` 1: `created` is the
-//!   build's `SOURCE_DATE_EPOCH` in RFC 3339
+//! - `chartreg_build_info{version,revision,content_digest,created,signer}` 1: `created` is
+//!   the build's `SOURCE_DATE_EPOCH` in RFC 3339, `signer` the fingerprint of the key its image
+//!   is signed with (`none`)
 //! - `chartreg_tls_handshake_failures_total{reason}`: connections on the HTTPS port that ended
 //!   before their handshake did (the reasons are the listener's)
 //! - `chartreg_log_lines_dropped_total`: log lines dropped while the log output was not read
@@ -122,6 +123,8 @@ pub struct BuildInfo {
     pub content_digest: String,
     /// RFC 3339.
     pub created: String,
+    /// The signing key's fingerprint, or `none`.
+    pub signer: String,
 }
 
 impl BuildInfo {
@@ -137,6 +140,7 @@ impl BuildInfo {
             created: this
                 .created_rfc3339()
                 .unwrap_or_else(|| "unknown".to_owned()),
+            signer: this.signer.unwrap_or("none").to_owned(),
         }
     }
 }
@@ -230,6 +234,7 @@ impl Metrics {
                 ("revision", build.revision),
                 ("content_digest", build.content_digest),
                 ("created", build.created),
+                ("signer", build.signer),
             ]),
         );
         let handshake_failures = Family::<HandshakeLabels, Counter>::default();
@@ -331,6 +336,7 @@ mod tests {
                 revision: "abc\"d".into(),
                 content_digest: "sha256:00".into(),
                 created: "1970-01-01T00:00:00Z".into(),
+                signer: "none".into(),
             },
         );
         let manifests = 1;
@@ -356,7 +362,7 @@ mod tests {
             r#"chartreg_http_request_duration_seconds_bucket{route="manifests",le="+Inf"} 3"#,
             r#"chartreg_http_request_duration_seconds_count{route="manifests"} 3"#,
             "chartreg_content_tags 6",
-            r#"chartreg_build_info{version="1.2.3",revision="abc\"d",content_digest="sha256:00",created="1970-01-01T00:00:00Z"} 1"#,
+            r#"chartreg_build_info{version="1.2.3",revision="abc\"d",content_digest="sha256:00",created="1970-01-01T00:00:00Z",signer="none"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
         }

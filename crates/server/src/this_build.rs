@@ -18,6 +18,9 @@ pub struct ThisBuild {
     pub crates: &'static [u8],
     /// The embedded content's digest, `sha256:<hex>`, as the build computed it.
     pub content_digest: Option<&'static str>,
+    /// The fingerprint (`sha256:<hex>`) of the key the image of this binary is signed with,
+    /// when `chartreg-build image --sign-key` built it.
+    pub signer: Option<&'static str>,
 }
 
 impl ThisBuild {
@@ -27,6 +30,7 @@ impl ThisBuild {
         created: 0,
         crates: b"[]",
         content_digest: None,
+        signer: None,
     };
 
     /// `created` in RFC 3339 (UTC); `None` past year 9999.

@@ -43,6 +43,10 @@ pub struct BuildArgs {
     /// `images:` section.
     #[command(flatten)]
     pub render: crate::chart_images::flags::RenderArgs,
+    /// The fingerprint of the key `image --sign-key` signs the image with, compiled in as the
+    /// binary's signer (not a flag of `build`).
+    #[arg(skip)]
+    pub signer: Option<String>,
 }
 
 impl BuildArgs {
@@ -89,6 +93,7 @@ impl BuildArgs {
             kit: self.kit.clone(),
             cache: self.cache.clone(),
             target,
+            signer: self.signer.clone(),
         })
     }
 }

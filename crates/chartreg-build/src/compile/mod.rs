@@ -101,6 +101,9 @@ pub struct Request {
     /// The cache folder, if given (else [`cache_dir`]'s default).
     pub cache: Option<PathBuf>,
     pub target: Target,
+    /// The fingerprint of the key the image of this binary is signed with (`image
+    /// --sign-key`), which the binary shows as its signer; `None`: unsigned.
+    pub signer: Option<String>,
 }
 
 /// What a compile did.
@@ -185,6 +188,8 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
         .current_dir(&kit.dir)
         .env_from_parent_where(toolchain::passes_to_toolchain)
         .env("CHARTREG_ASSETS", &assets)
+        // Set either way, so that no CHARTREG_SIGNER of this environment names a signer.
+        .env("CHARTREG_SIGNER", request.signer.as_deref().unwrap_or(""))
         .env("CARGO_TARGET_DIR", &target_dir)
         // Intermediate artifacts in the cache too, whatever cargo's configuration says.
         .env("CARGO_BUILD_BUILD_DIR", &target_dir)

@@ -392,8 +392,12 @@ fn tag(given: Option<&Tag>, content: &Digest) -> Result<Tag, RunError> {
 }
 
 impl ImageArgs {
-    /// The request these flags make, `created` from `source_date_epoch`.
-    pub fn request(&self, source_date_epoch: Option<OsString>) -> Result<ImageRequest, RunError> {
+    /// The request these flags make, `created` from `source_date_epoch`, signed by `signer`.
+    pub fn request(
+        &self,
+        source_date_epoch: Option<OsString>,
+        signer: Option<super::sign::Signer>,
+    ) -> Result<ImageRequest, RunError> {
         let created = created(source_date_epoch)?;
         let content_digest = match &self.content_digest {
             Some(d) if d.sha256().is_none() => return Err(RunError::NotSha256(d.clone())),
@@ -410,15 +414,7 @@ impl ImageArgs {
             created,
             labels: self.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
             sbom: sbom(self)?,
-            signer: match &self.sign_key {
-                Some(path) => {
-                    let password = std::env::var_os(super::sign::PASSWORD_VARIABLE)
-                        .map(|p| p.into_encoded_bytes())
-                        .unwrap_or_default();
-                    Some(super::sign::Signer::read(path, &password)?)
-                }
-                None => None,
-            },
+            signer,
         })
     }
 }
@@ -426,6 +422,16 @@ impl ImageArgs {
 /// Runs `chartreg-build image` with `args` (see the module doc). With `--config`, the content
 /// is packed once and the binaries are built first, as `build` does, one per `--platform`.
 pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
+    // The key opens before anything is built or written.
+    let signer = match &args.sign_key {
+        Some(path) => {
+            let password = std::env::var_os(super::sign::PASSWORD_VARIABLE)
+                .map(|p| p.into_encoded_bytes())
+                .unwrap_or_default();
+            Some(super::sign::Signer::read(path, &password)?)
+        }
+        None => None,
+    };
     if let Some(config) = args.config.clone() {
         let build = BuildArgs {
             config,
@@ -435,6 +441,7 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
             cache: args.cache.clone(),
             platform: None,
             render: args.render.clone(),
+            signer: signer.as_ref().map(|s| s.fingerprint.clone()),
         };
         let platforms = match args.platforms.as_slice() {
             [] => vec![None],
@@ -445,7 +452,7 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
             args.binaries.push(Binary { platform, path });
         }
     }
-    let request = args.request(std::env::var_os(EPOCH_VARIABLE))?;
+    let request = args.request(std::env::var_os(EPOCH_VARIABLE), signer)?;
     let report = super::write(&request)?;
     for warning in &report.warnings {
         crate::output::warn(warning);

@@ -107,6 +107,9 @@ fn build_line() -> Markup {
             @if let Some(revision) = this.revision {
                 " from revision " code { (revision) }
             }
+            @if let Some(signer) = this.signer {
+                ", its image signed by key " code.signer { (signer) }
+            }
             ". What it holds and is made of: "
             a href="/sbom.spdx.json" type="application/spdx+json" { "SBOM (SPDX 2.3 JSON)" }
         }

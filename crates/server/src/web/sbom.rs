@@ -1,7 +1,8 @@
 //! The SBOM of the binary: an SPDX 2.3 JSON document of what it serves and what it is made of,
 //! from what the pages show ([`Overview`]) and what the build recorded ([`ThisBuild`]).
 //!
-//! - chartreg itself, the document's subject (its version, licence, git revision);
+//! - chartreg itself, the document's subject (its version, licence, git revision, and the key
+//!   its image is signed with when `image --sign-key` built it);
 //! - each version the registry serves, as a package `CONTAINS`ed by chartreg: its repository
 //!   and tag, the manifest's sha256, the upstream it came from (an image's registry and path;
 //!   a chart's `home` and `sources` from Chart.yaml), and what verified its signature at
@@ -147,10 +148,13 @@ pub fn document(
             .revision
             .map(|r| format!("built from git revision {r}")),
         license_declared: LICENSE.to_owned(),
-        comment: Some(
-            "a read-only OCI registry serving the packages it CONTAINS from its own binary"
-                .to_owned(),
-        ),
+        comment: Some(format!(
+            "a read-only OCI registry serving the packages it CONTAINS from its own binary{}",
+            build
+                .signer
+                .map(|key| format!("; its image signed by key {key}"))
+                .unwrap_or_default()
+        )),
         external_refs: Vec::new(),
         primary_package_purpose: "APPLICATION",
     }];
