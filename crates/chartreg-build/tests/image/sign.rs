@@ -89,6 +89,10 @@ fn a_cosign_key_signs_the_image_and_cosigns_check_takes_it() {
     let key = keys.join("cosign.key");
     let binary = write_binary(&dir.path().join("chartreg"), b"hello\n");
     let out = dir.path().join("oci");
+    // An SBOM attached too (as the server's `ls --sbom` would give it), so that the layout is
+    // checked reproducible with both in place.
+    let sbom = dir.path().join("sbom.spdx.json");
+    fs::write(&sbom, r#"{"spdxVersion": "SPDX-2.3", "name": "test"}"#).unwrap();
     let args = |out: &Path| {
         [
             "--binary".to_owned(),
@@ -99,6 +103,8 @@ fn a_cosign_key_signs_the_image_and_cosigns_check_takes_it() {
             "v1".to_owned(),
             "--content-digest".to_owned(),
             CONTENT.to_owned(),
+            "--sbom".to_owned(),
+            s(&sbom).to_owned(),
         ]
     };
     let first = args(&out);
@@ -140,6 +146,21 @@ fn a_cosign_key_signs_the_image_and_cosigns_check_takes_it() {
         snapshot(&again),
         snapshot(&out),
         "the same bytes in another folder"
+    );
+    let index = json(&fs::read(out.join("index.json")).unwrap());
+    let types: Vec<&str> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["artifactType"].as_str())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "application/spdx+json",
+            "application/vnd.dev.cosign.artifact.sig.v1+json"
+        ],
+        "the SBOM and the signature as referrers: {index}"
     );
 
     // chartreg's own check: pack with a policy requiring the key takes it, another refuses it.
