@@ -27,10 +27,9 @@ use serde::Deserialize;
 
 /// The variable cosign reads a key's password from.
 pub const PASSWORD_VARIABLE: &str = "COSIGN_PASSWORD";
-/// The simple-signing layer's media type.
-pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
-/// The layer annotation holding the signature.
-pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+/// The simple-signing layer's media type and its signature's annotation: the ones the trust
+/// crate checks signatures by.
+pub use crate::verify::cosign::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
 /// The artifactType of a cosign signature attached as an OCI 1.1 referrer.
 pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.cosign.artifact.sig.v1+json";
 /// The largest scrypt cost taken, 2^18 (256 MiB at r = 8); cosign writes 2^15.

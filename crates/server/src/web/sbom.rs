@@ -28,7 +28,7 @@ use super::model::{Overview, RepositoryView, VersionView};
 use crate::this_build::ThisBuild;
 
 /// The media type the SBOM is served with (and the artifactType of its referrer).
-pub const MEDIA_TYPE: &str = "application/spdx+json";
+pub use chartreg_core::oci::media_type::SPDX_JSON as MEDIA_TYPE;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// chartreg's own licence (the workspace's `license`).
