@@ -200,3 +200,62 @@ async fn hostile_chart_metadata_stays_in_strings() {
     );
     validated(&r.body);
 }
+
+/// A chart packed from a lock has where it was downloaded from: its page says it, and the
+/// SBOM names it in `sourceInfo`, and as the `downloadLocation` when its host is a DNS name;
+/// an origin recorded for other bytes than those served says nothing.
+#[actix_web::test]
+async fn a_fetched_chart_has_its_origin_in_the_sbom_and_on_its_page() {
+    let url = "https://charts.example.io/hello-1.0.0.tgz";
+    let hello = common::sha256(&common::read(
+        &common::root().join("charts/hello-1.0.0.tgz"),
+    ));
+    let origins = json!({"charts": {"charts/hello": {
+        "1.0.0": {"url": url, "digest": hello},
+        "0.1.0": {"url": "https://charts.example.io/hello-0.1.0.tgz", "digest": hello},
+        "0.2.0": {"url": "oci://ghcr.io/org/charts/hello:0.2.0", "digest": common::sha256(&common::read(
+            &common::root().join("charts/hello-0.2.0.tgz"),
+        ))},
+    }}});
+    let registry = || {
+        let mut files = common::files_in(&common::root().join("assets"));
+        files.push(HeldFile::new(
+            chartreg_core::content::ORIGINS_FILE,
+            serde_json::to_vec(&origins).unwrap(),
+        ));
+        Registry::from_files(files).unwrap()
+    };
+    let (r, document) = sbom(registry()).await;
+    let fetched = package(&document, HELLO, "1.0.0");
+    assert_eq!(fetched["downloadLocation"], url);
+    assert!(
+        fetched["sourceInfo"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("fetched from {url}")),
+        "{fetched}"
+    );
+    let over_oci = package(&document, HELLO, "0.2.0");
+    assert_eq!(over_oci["downloadLocation"], "NOASSERTION");
+    assert!(
+        over_oci["sourceInfo"]
+            .as_str()
+            .unwrap()
+            .starts_with("fetched from oci://ghcr.io/org/charts/hello:0.2.0"),
+        "{over_oci}"
+    );
+    let other_bytes = package(&document, HELLO, "0.1.0");
+    assert_eq!(other_bytes["downloadLocation"], "NOASSERTION");
+    assert!(
+        !other_bytes["sourceInfo"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("fetched from"),
+        "{other_bytes}"
+    );
+    validated(&r.body);
+    let page = call(registry(), Method::GET, "/ui/charts/hello", &[]).await;
+    let html = String::from_utf8(page.body.to_vec()).unwrap();
+    assert_eq!(html.matches("<dt>fetched from</dt>").count(), 2, "{html}");
+    assert!(html.contains(&format!("<code>{url}</code>")), "{html}");
+}

@@ -1,17 +1,18 @@
 //! What pack takes from a lock ([`Lock::pack_inputs`]): each chart package and each image
 //! layout it pins, checked on disk against it (a package's digest, the digest a layout tags),
-//! each layout named as the repository its image is served as ([`served`]), in its upstream
-//! registry's namespace. Nothing here reaches the network.
+//! each package with where fetch downloaded it from ([`Downloaded`]), each layout named as the
+//! repository its image is served as ([`served`]), in its upstream registry's namespace.
+//! Nothing here reaches the network.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chartreg_core::oci::layout::{INDEX_FILE, ImageIndex, REF_NAME};
 use chartreg_core::oci::{Digest, Namespace};
 
 use super::paths::resolved;
 use super::{Error, Lock, Stale};
-use crate::pack::LayoutSpec;
+use crate::pack::{Downloaded, LayoutSpec};
 use crate::pin::Pin;
 
 /// The repository a locked image (`REGISTRY/PATH:TAG`, `REGISTRY/PATH@DIGEST` or
@@ -37,11 +38,11 @@ pub fn served_repository(registry: &str, path: &str) -> Option<String> {
 
 impl Lock {
     /// What pack takes from the lock at `path` (the content file's `lock:`): each chart
-    /// package, and each image layout as a repository named by its upstream registry and path
-    /// ([`served`]). Every file is
+    /// package, with where it was downloaded from, and each image layout as a repository named
+    /// by its upstream registry and path ([`served`]). Every file is
     /// checked against the lock first, so that a build serves exactly what was locked, or
     /// fails naming the entry; nothing here reaches the network.
-    pub fn pack_inputs(path: &Path) -> Result<(Vec<PathBuf>, Vec<LayoutSpec>), Error> {
+    pub fn pack_inputs(path: &Path) -> Result<(Vec<Downloaded>, Vec<LayoutSpec>), Error> {
         let lock = Lock::read(path)?.ok_or_else(|| Error::Missing {
             path: path.to_owned(),
         })?;
@@ -72,7 +73,13 @@ impl Lock {
                     },
                 ));
             }
-            charts.push(file);
+            charts.push(Downloaded {
+                file,
+                lock: path.to_owned(),
+                key: key.clone(),
+                digest: actual,
+                url: chart.url.clone(),
+            });
         }
         let mut layouts: BTreeMap<&str, String> = BTreeMap::new();
         for (key, image) in &lock.images {

@@ -76,6 +76,7 @@ impl PackArgs {
         let mut links_within = None;
         let mut images = None;
         let mut verify = None;
+        let mut downloaded = Vec::new();
         if let Some(path) = &self.config {
             links_within = Some(
                 path.parent()
@@ -108,14 +109,15 @@ impl PackArgs {
                 // path is written: the lock's are relative to its own folder).
                 let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
                 for chart in locked_charts {
-                    let (file, folder) = (real(&chart), chart.parent().map(real));
+                    let (file, folder) = (real(&chart.file), chart.file.parent().map(real));
                     let held = charts.iter().any(|from| {
                         let from = real(from);
                         folder.as_ref() == Some(&from) || file == from
                     });
                     if !held {
-                        charts.push(chart);
+                        charts.push(chart.file.clone());
                     }
+                    downloaded.push(chart);
                 }
                 layouts.extend(locked_layouts);
             }
@@ -137,6 +139,7 @@ impl PackArgs {
             links_within,
             images,
             verify,
+            downloaded,
         })
     }
 }

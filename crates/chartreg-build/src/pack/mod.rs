@@ -17,7 +17,8 @@
 //! 4. With the content file's `images:` section, the images the charts need are found once
 //!    (`closure`), checked against what is packed when `images.closure` asks, and written down
 //!    beside the repositories (`images_file`), for the server to show. With its `verify:`
-//!    policy, signatures are checked and what verified is written down (`verify`).
+//!    policy, signatures are checked and what verified is written down (`verify`). With its
+//!    `lock:`, where each chart package was downloaded from is written down (`origins_file`).
 //!
 //! `planned::plan` does steps 1, 2 and 4 and decides step 3 (what to write, remove and keep); `pack` and
 //! `check` carry it out or compare.
@@ -33,6 +34,7 @@ mod helmignore;
 mod image_layout;
 pub mod images_file;
 pub mod imported;
+mod origins_file;
 mod owned;
 mod planned;
 mod problem;
@@ -54,6 +56,7 @@ pub use crate::chart::{MAX_DECOMPRESSED, name as chart_name};
 pub use crate::layout_spec::{LayoutSpec, LayoutSpecError};
 pub use chart_package::{ChartPackage, Layer};
 pub use image_layout::ImageLayout;
+pub use origins_file::Downloaded;
 pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record, RecordError};
 pub use problem::{PackError, Problem};
 pub(crate) use problem::{at, io_at};
@@ -82,6 +85,9 @@ pub struct Request {
     pub images: Option<closure::ImagesCheck>,
     /// The content file's `verify:` policy.
     pub verify: Option<crate::verify::Policy>,
+    /// The packages the content file's lock pins, with where each was downloaded from: what
+    /// `origins_file` writes down for the charts packed from them.
+    pub downloaded: Vec<Downloaded>,
 }
 
 /// One input, by kind.

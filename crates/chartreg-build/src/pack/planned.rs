@@ -2,13 +2,15 @@
 //! checked, who owns what in the output folder (this run's repositories, the chart
 //! repositories it no longer has inputs for, imported repositories merged or restored), the
 //! images the charts need, and the bookkeeping files as they will be (`chart-images.json`,
-//! `verification.json`, `.gitignore`, the record). `pack` writes it; `check` compares it.
+//! `verification.json`, `origins.json`, `.gitignore`, the record). `pack` writes it; `check`
+//! compares it.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use chartreg_core::content::{
-    CHART_IMAGES_FILE, ChartImagesFile, VERIFICATION_FILE, VerificationFile,
+    CHART_IMAGES_FILE, ChartImagesFile, ORIGINS_FILE, OriginsFile, VERIFICATION_FILE,
+    VerificationFile,
 };
 use chartreg_core::tree::Tree;
 
@@ -26,6 +28,9 @@ pub(super) struct Plan {
     /// What verified, with the policy: this run's (with the content file's `verify:`) and
     /// earlier runs' of the repositories it leaves in place (`verify::merged`).
     pub(super) verification: Option<VerificationFile>,
+    /// Where the charts packed from the lock were downloaded from, with earlier runs' of the
+    /// chart repositories other prefixes pack (`origins_file`).
+    pub(super) origins: Option<OriginsFile>,
 }
 
 /// Reads, lays out and checks the inputs of `request`, and decides what the output folder
@@ -90,11 +95,18 @@ pub(super) fn plan(request: &Request) -> Result<Plan, PackError> {
         }
         record.repositories.insert(name.clone(), owner.clone());
     }
+    let charts: Vec<&ChartPackage> = inputs
+        .iter()
+        .filter_map(|input| match input {
+            Input::Chart(chart) => Some(&**chart),
+            Input::Layout(_) => None,
+        })
+        .collect();
     let made = match &request.images {
         Some(check) => Some(chart_images(
             check,
             &request.prefix,
-            &inputs,
+            &charts,
             &mut packed,
             &restores,
             &record,
@@ -105,13 +117,19 @@ pub(super) fn plan(request: &Request) -> Result<Plan, PackError> {
     let listed_error = |e| at(&out.join(CHART_IMAGES_FILE))(Problem::ChartImages(Box::new(e)));
     let previous_list = images_file::load(out).map_err(listed_error)?;
     // Entries of chart repositories other runs pack (another prefix), while they exist.
-    let chart_images = images_file::merged(previous_list, made, |name| {
+    let other_prefix = |name: &str| {
         matches!(record.repositories.get(name), Some(Owner::Chart { .. }))
             && !matches!(
                 packed.repositories.get(name),
                 Some((Owner::Chart { .. }, _))
             )
-    });
+    };
+    let chart_images = images_file::merged(previous_list, made, other_prefix);
+    let (made, warnings) = origins_file::of(&charts, &request.prefix, &request.downloaded);
+    packed.warnings.extend(warnings);
+    let previous_origins = origins_file::load(out)
+        .map_err(|e| at(&out.join(ORIGINS_FILE))(Problem::Origins(Box::new(e))))?;
+    let origins = origins_file::merged(previous_origins, made, other_prefix);
     // The bookkeeping files' names are never a repository's, whether or not this run writes
     // them: a later run would, or would remove the folder's file.
     let named =
@@ -121,6 +139,9 @@ pub(super) fn plan(request: &Request) -> Result<Plan, PackError> {
     }
     if named(VERIFICATION_FILE) {
         return Err(at(&out.join(VERIFICATION_FILE))(Problem::VerificationName));
+    }
+    if named(ORIGINS_FILE) {
+        return Err(at(&out.join(ORIGINS_FILE))(Problem::OriginsName));
     }
     // Records of repositories an earlier run packed and this one leaves in place.
     let verification = verify::merged(out, verify::load(out)?, verification, |name| {
@@ -147,32 +168,26 @@ pub(super) fn plan(request: &Request) -> Result<Plan, PackError> {
         record,
         chart_images,
         verification,
+        origins,
     })
 }
 
-/// The images the charts of `inputs` need (see `closure`), as `images_file` lists them; with
+/// The images `charts` need (see `closure`), as `images_file` lists them; with
 /// `images.closure`, checked to be held by the content: `require` refuses, naming each
 /// missing image and the charts that need it; `warn` adds a warning for each.
 fn chart_images(
     check: &closure::ImagesCheck,
     prefix: &str,
-    inputs: &[Input],
+    charts: &[&ChartPackage],
     packed: &mut Packed,
     restores: &[(String, Tree)],
     record: &Record,
     out: &Path,
 ) -> Result<ChartImagesFile, PackError> {
-    let charts: Vec<&ChartPackage> = inputs
-        .iter()
-        .filter_map(|input| match input {
-            Input::Chart(chart) => Some(&**chart),
-            Input::Layout(_) => None,
-        })
-        .collect();
     let closure_error = |e| at(&check.config)(Problem::Closure(Box::new(e)));
-    let closure = closure::find(check, &charts).map_err(closure_error)?;
+    let closure = closure::find(check, charts).map_err(closure_error)?;
     packed.warnings.extend(closure.warnings.iter().cloned());
-    let listed = images_file::of(&closure, &charts, prefix)
+    let listed = images_file::of(&closure, charts, prefix)
         .map_err(|e| at(&check.config)(Problem::ChartImages(Box::new(e))))?;
     let Some(mode) = check.mode else {
         return Ok(listed);
@@ -209,7 +224,7 @@ fn chart_images(
 type Kept = (&'static str, Option<Vec<u8>>);
 
 /// The small files `pack` keeps beside the repositories: the images the chart versions need,
-/// what verified, the `.gitignore`, and the record last (written
+/// what verified, where the charts came from, the `.gitignore`, and the record last (written
 /// last, it says what the rest is).
 pub(super) fn bookkeeping(plan: &Plan) -> Result<Vec<Kept>, RecordError> {
     let mut kept = vec![(
@@ -219,6 +234,10 @@ pub(super) fn bookkeeping(plan: &Plan) -> Result<Vec<Kept>, RecordError> {
     kept.push((
         VERIFICATION_FILE,
         plan.verification.as_ref().map(VerificationFile::to_bytes),
+    ));
+    kept.push((
+        ORIGINS_FILE,
+        plan.origins.as_ref().map(OriginsFile::to_bytes),
     ));
     kept.push((GITIGNORE_FILE, plan.record.gitignore()));
     kept.push((RECORD_FILE, Some(plan.record.to_bytes()?)));

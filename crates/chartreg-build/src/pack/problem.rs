@@ -63,6 +63,14 @@ pub enum Problem {
         chartreg_core::content::VERIFICATION_FILE
     )]
     VerificationName,
+    /// Boxed: rare, and its causes hold paths.
+    #[error("{0}")]
+    Origins(Box<super::origins_file::Error>),
+    #[error(
+        "a repository is named `{}`, the file pack writes where charts came from into; rename it",
+        chartreg_core::content::ORIGINS_FILE
+    )]
+    OriginsName,
     #[error("no chart packages (*.tgz) or chart folders found")]
     NoPackages,
     #[error("a provenance file with no package beside it (expected {0})")]

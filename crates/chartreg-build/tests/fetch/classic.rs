@@ -137,6 +137,16 @@ fn classic_repository_charts_are_fetched_checked_locked_and_served() {
             &package(&format!("{chart}-{version}.tgz")),
         );
     }
+
+    // Where each was downloaded from: recorded beside the repositories, shown on the chart's
+    // page and in the SBOM; the package the list gave by its path has none.
+    let fetched_from = [
+        ("hello", "1.0.0", Some(repo.url("hello-1.0.0.tgz"))),
+        ("hello", "0.1.0", Some(repo.url("direct/hello-0.1.0.tgz"))),
+        ("hello", "0.2.0", None),
+        ("motd", "1.0.0", Some(repo.url("pkgs/motd-1.0.0.tgz"))),
+    ];
+    origins_are_recorded_shown_and_described(&work, &server, &fetched_from);
 }
 
 #[test]

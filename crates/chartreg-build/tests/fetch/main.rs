@@ -177,6 +177,58 @@ fn helm_pulls(server: &InProcess, chart: &str, version: &str, want: &[u8]) {
     }
 }
 
+/// Each chart version of `fetched_from` (name, version, the URL it was downloaded from, if
+/// any) has that origin in the packed `origins.json`, on its page, and in the SBOM
+/// (`sourceInfo`), and SPDX's validator takes the SBOM.
+fn origins_are_recorded_shown_and_described(
+    work: &Work,
+    server: &InProcess,
+    fetched_from: &[(&str, &str, Option<String>)],
+) {
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&work.read("assets/origins.json")).expect("origins.json is JSON");
+    let curl_bin = common::tool("curl").expect("curl");
+    let get = |path: &str| {
+        let r = common::curl(&curl_bin, "GET", &format!("{}{path}", server.url()), &[]);
+        assert_eq!(r.status, 200, "{path}: {}", r.body_text());
+        r.body
+    };
+    let sbom = get("/sbom.spdx.json");
+    let document: serde_json::Value = serde_json::from_slice(&sbom).expect("SBOM is JSON");
+    for (chart, version, url) in fetched_from {
+        let repository = format!("charts/{chart}");
+        let entry = &recorded["charts"][&repository][version];
+        let page = String::from_utf8(get(&format!("/ui/{repository}"))).expect("UTF-8 page");
+        let described = document["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .find(|p| p["name"] == repository.as_str() && p["versionInfo"] == *version)
+            .unwrap_or_else(|| panic!("no package {repository} {version} in the SBOM"));
+        let source_info = described["sourceInfo"].as_str().unwrap_or_default();
+        match url {
+            Some(url) => {
+                assert_eq!(entry["url"], url.as_str(), "{recorded:#}");
+                assert!(page.contains(&format!("<code>{url}</code>")), "{page}");
+                assert!(
+                    source_info.starts_with(&format!("fetched from {url}")),
+                    "{described:#}"
+                );
+                // An address is no host SPDX's validator takes as a download location.
+                assert_eq!(described["downloadLocation"], "NOASSERTION");
+            }
+            None => {
+                assert!(entry.is_null(), "{chart} {version}: {recorded:#}");
+                assert!(!source_info.contains("fetched from"), "{described:#}");
+            }
+        }
+    }
+    let checked = work.write("sbom.spdx.json", &String::from_utf8(sbom).expect("UTF-8"));
+    if let Some(result) = common::spdx_validated(&checked) {
+        result.unwrap_or_else(|said| panic!("pyspdxtools refuses the SBOM: {said}"));
+    }
+}
+
 /// The sha256 (hex) of `data`.
 fn hex_sha256(data: &[u8]) -> String {
     common::sha256(data)

@@ -323,6 +323,23 @@ fn registry_with_basic_auth_charts_images_and_referrers() {
         .collect();
     with_subject.sort();
     assert_eq!(served_referrers(&server), with_subject);
+    // Each chart's origin is the registry and tag it was pulled from.
+    origins_are_recorded_shown_and_described(
+        &work,
+        &server,
+        &[
+            (
+                "hello",
+                "1.0.0",
+                Some(format!("oci://{host}/charts/hello:1.0.0")),
+            ),
+            (
+                "motd",
+                "1.0.0",
+                Some(format!("oci://{host}/charts/motd:1.0.0")),
+            ),
+        ],
+    );
 
     // One platform: a new index of it, no longer upstream's digest (the lock names upstream's
     // as the index it was cut from), and fewer blobs.

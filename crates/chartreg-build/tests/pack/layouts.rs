@@ -266,3 +266,32 @@ fn a_blob_that_links_out_of_the_layout_is_refused_though_its_bytes_are_right() {
     );
     assert!(!out.path().join("images/x").exists());
 }
+
+/// The files pack keeps beside the repositories are never a repository's name: a layout
+/// named as one is refused, naming the file, and nothing is written.
+#[test]
+fn a_layout_named_as_a_file_pack_keeps_is_refused_naming_it() {
+    let input = root().join("images/sample");
+    for (name, says) in [
+        ("chart-images.json", "the images the charts need"),
+        ("verification.json", "what verified"),
+        ("origins.json", "where charts came from"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let r = pack_layout(&format!("{}={name}", input.display()), out.path());
+        let stderr = text(&r.stderr);
+        assert!(!r.status.success(), "{name} was packed");
+        assert!(
+            stderr.contains(&format!(
+                "{}: a repository is named `{name}`",
+                out.path().join(name).display()
+            )) && stderr.contains(says),
+            "{name}: {stderr}"
+        );
+        assert_eq!(
+            fs::read_dir(out.path()).unwrap().count(),
+            0,
+            "{name}: wrote something"
+        );
+    }
+}

@@ -7,19 +7,16 @@
 //!    and the ways it was found; and whether Helm rendered the chart.
 //! 2. The loader (`Description::of`) reads the file with that same type when the content
 //!    holds it: a file it cannot read is content that cannot be served, naming the file.
-//! 3. A [`Registry`] keeps the file's bytes ([`Held`]: one binary search among the files at
-//!    start-up, nothing parsed) and parses them on the first [`Registry::chart_images`] call,
-//!    resolving each image against itself once ([`ChartImage::held`]). Lazily, not at start-up:
-//!    only the pages and `chartreg ls` show the list, start-up is measured
-//!    (BENCHMARKS.md), and a chart's images cost nothing to a registry that only serves pulls.
+//! 3. A [`Registry`] keeps the file's bytes and parses them on the first
+//!    [`Registry::chart_images`] call (module `beside`), resolving each image against itself
+//!    once ([`ChartImage::held`]): a chart's images cost nothing to a registry that only
+//!    serves pulls.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
 
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::Registry;
+use super::{Registry, beside};
 use crate::oci::{Digest, Reference, RepositoryName, Tag};
 
 /// The file's path in the content: at the top of the folder, beside the repositories (a file
@@ -38,10 +35,7 @@ impl ChartImagesFile {
     /// The file as it is written: sorted, indented JSON, ending in a newline (the same images
     /// give the same bytes, so a check compares them).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut data = serde_json::to_vec_pretty(self)
-            .unwrap_or_else(|_| unreachable!("names, strings, lists and booleans serialise"));
-        data.push(b'\n');
-        data
+        beside::written(self)
     }
 }
 
@@ -109,53 +103,26 @@ pub struct ChartImage {
 }
 
 /// By chart repository, then version.
-type Parsed = HashMap<String, HashMap<String, ChartImages>>;
-
-/// The file as a registry keeps it: its bytes, parsed on first use.
-#[derive(Debug, Default)]
-pub(super) struct Held {
-    file: Option<Bytes>,
-    parsed: OnceLock<Parsed>,
-}
-
-impl Held {
-    pub(super) fn of(file: Option<Bytes>) -> Self {
-        Held {
-            file,
-            parsed: OnceLock::new(),
-        }
-    }
-}
+pub(super) type Parsed = HashMap<String, HashMap<String, ChartImages>>;
 
 impl Registry {
     /// Whether the content holds a list of the images its charts need.
     pub fn has_chart_images(&self) -> bool {
-        self.chart_images.file.is_some()
+        self.chart_images.is_held()
     }
 
     /// The images the chart `version` in `repository` needs, each marked held or not; `None`
     /// when the content lists none for it (no list at all, or not this version).
     pub fn chart_images(&self, repository: &str, version: &str) -> Option<&ChartImages> {
-        self.chart_images.file.as_ref()?;
         let parsed = self
             .chart_images
-            .parsed
-            .get_or_init(|| self.parse_chart_images());
+            .parsed(|bytes| self.parse_chart_images(bytes))?;
         parsed.get(repository)?.get(version)
     }
 
-    fn parse_chart_images(&self) -> Parsed {
-        let Some(bytes) = &self.chart_images.file else {
+    fn parse_chart_images(&self, bytes: &[u8]) -> Parsed {
+        let Some(file) = beside::read::<ChartImagesFile>(CHART_IMAGES_FILE, bytes) else {
             return Parsed::default();
-        };
-        // The build read the file with this type (else it refused the content) and the facts
-        // bind its bytes: this fails only if they lie, and then the pages show no images.
-        let file: ChartImagesFile = match serde_json::from_slice(bytes) {
-            Ok(file) => file,
-            Err(e) => {
-                log::warn!("{CHART_IMAGES_FILE}: not shown: {e}");
-                return Parsed::default();
-            }
         };
         file.charts
             .into_iter()
@@ -198,32 +165,8 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::content::beside::one_image;
     use crate::content::{BuildFile, Description, HeldFile};
-    use crate::oci::layout::ImageManifest;
-    use crate::oci::media_type;
-    use crate::tree::LayoutBuilder;
-
-    /// A layout of `repository` with one image tagged `tag`.
-    fn image(repository: &str, tag: &str) -> (Vec<HeldFile>, Digest) {
-        let mut layout = LayoutBuilder::new(repository);
-        let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
-        let layer = layout.blob(
-            "application/vnd.oci.image.layer.v1.tar",
-            repository.as_bytes().to_vec(),
-        );
-        let d = layout.manifest(
-            media_type::OCI_MANIFEST,
-            &ImageManifest::new(config, vec![layer]),
-        );
-        layout.list(d.clone(), Some(tag));
-        let files = layout
-            .into_files()
-            .unwrap()
-            .into_iter()
-            .map(|(path, data)| HeldFile::new(path, data))
-            .collect();
-        (files, d.digest)
-    }
 
     fn entry(
         image: &str,
@@ -257,7 +200,7 @@ mod tests {
 
     #[test]
     fn each_image_is_held_when_the_registry_answers_its_tag_or_its_digest() {
-        let (mut files, digest) = image("quay.io/x/agent", "v1");
+        let (mut files, digest) = one_image("quay.io/x/agent", "v1");
         let other = format!("sha256:{}", "0".repeat(64))
             .parse::<Digest>()
             .unwrap();
@@ -316,7 +259,7 @@ mod tests {
 
     #[test]
     fn content_without_the_file_lists_nothing() {
-        let (files, _) = image("images/x", "v1");
+        let (files, _) = one_image("images/x", "v1");
         let registry = Registry::from_files(files).unwrap();
         assert!(!registry.has_chart_images());
         assert!(registry.chart_images("images/x", "v1").is_none());
@@ -347,7 +290,7 @@ mod tests {
             r#"{"charts":{"charts/x":{"1.0.0":{"rendered":true,"images":[{"image":"a","repository":"a","tag":null,"digest":null,"from":["guess"]}]}}}}"#,
             r#"{"charts":{},"other":1}"#,
         ] {
-            let (mut files, _) = image("images/x", "v1");
+            let (mut files, _) = one_image("images/x", "v1");
             files.push(HeldFile::new(CHART_IMAGES_FILE, bad.as_bytes().to_vec()));
             let built: Vec<BuildFile> = files.iter().map(BuildFile::from).collect();
             let refused = Description::of(&built).refusal().map(ToString::to_string);

@@ -3,8 +3,8 @@
 //!
 //! 1. The layouts: every folder holding an `oci-layout` file (a layout's folder is its
 //!    repository name). Each file is placed in the deepest layout above it; a file outside
-//!    every layout is refused, but for [`CHART_IMAGES_FILE`] and [`VERIFICATION_FILE`]
-//!    (step 4). Paths whose first
+//!    every layout is refused, but for [`CHART_IMAGES_FILE`], [`VERIFICATION_FILE`] and
+//!    [`ORIGINS_FILE`] (step 4). Paths whose first
 //!    component starts with `.` (what the build tool keeps beside the repositories: its record,
 //!    a `.gitignore`) are not content.
 //! 2. Layout by layout, in name order: its files in the order given (the marker's version
@@ -17,7 +17,8 @@
 //!    registry will read it: the list of the images each chart version needs,
 //!    [`CHART_IMAGES_FILE`] (`chart_images`: every repository name, tag, digest and way
 //!    valid), then what was verified at build, [`VERIFICATION_FILE`] (`verification`: the
-//!    policy, every repository name, digest and evidence valid).
+//!    policy, every repository name, digest and evidence valid), then where fetched charts
+//!    came from, [`ORIGINS_FILE`] (`origins`: every repository name, URL and digest valid).
 //!
 //! Only indexes and manifests are read (from disk, for a file the build left there); every
 //! other body is named by its file, never read. This is the one loader: the build describes
@@ -32,6 +33,7 @@ use super::description::{
     BlobDescription, DescribedFile, Description, Found, ManifestDescription, RepositoryDescription,
 };
 use super::input::{BuildBytes, BuildFile};
+use super::origins::{ORIGINS_FILE, OriginsFile};
 use super::problem::{MAX_NESTING, fail};
 use super::verification::{VERIFICATION_FILE, VerificationFile};
 use super::{LoadError, Problem, Sha256Map};
@@ -85,6 +87,9 @@ fn repositories(files: &[Numbered<'_>]) -> Result<Vec<RepositoryDescription>, Lo
     if let Some(recorded) = files.iter().find(|f| f.file.path == VERIFICATION_FILE) {
         parse_json::<VerificationFile>(VERIFICATION_FILE, &read(recorded.file)?)?;
     }
+    if let Some(recorded) = files.iter().find(|f| f.file.path == ORIGINS_FILE) {
+        parse_json::<OriginsFile>(ORIGINS_FILE, &read(recorded.file)?)?;
+    }
     Ok(repositories)
 }
 
@@ -128,7 +133,7 @@ fn layouts<'f>(files: &[Numbered<'f>]) -> Result<BTreeMap<&'f str, Vec<Numbered<
 
 /// Whether `path` is one of the content files at the top of the folder, beside the layouts.
 fn beside_the_layouts(path: &str) -> bool {
-    path == CHART_IMAGES_FILE || path == VERIFICATION_FILE
+    path == CHART_IMAGES_FILE || path == VERIFICATION_FILE || path == ORIGINS_FILE
 }
 
 fn parent(path: &str) -> Option<&str> {

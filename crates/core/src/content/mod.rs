@@ -7,9 +7,10 @@
 //!    file is one repository, named by its path (`charts/hello/oci-layout` -> `charts/hello`);
 //!    each layout's `index.json` is read, every manifest followed (indexes recursively), each
 //!    referenced blob checked present with the descriptor's size and stored under its sha256,
-//!    tags and referrers recorded. The two files beside the layouts, [`CHART_IMAGES_FILE`]
+//!    tags and referrers recorded. The files beside the layouts, [`CHART_IMAGES_FILE`]
 //!    (the images each chart version needs, module `chart_images`) and [`VERIFICATION_FILE`]
-//!    (what was verified at build, module `verification`), are read and checked too. A
+//!    (what was verified at build, module `verification`), and [`ORIGINS_FILE`] (where each
+//!    fetched chart was downloaded from, module `origins`) are read and checked too. A
 //!    problem is a `LoadError` naming the file: such content is described as refused.
 //! 2. The description is written down as facts ([`Description::facts`], module `facts`):
 //!    postcard, naming each body by its file, bound to every file by path and sha256.
@@ -19,8 +20,9 @@
 //!    have only files, take the same path through [`Registry::from_files`]; `chartreg verify`
 //!    describes the files again and names where the binary's facts differ
 //!    ([`Description::differences`]). The registry keeps the bytes of the list of chart
-//!    images and of the verification record, if any, and reads each when first asked
-//!    ([`Registry::chart_images`], [`Registry::chart_verification`]).
+//!    images, of the verification record and of the origins, if any, and reads each when first
+//!    asked ([`Registry::chart_images`], [`Registry::chart_verification`],
+//!    [`Registry::chart_origin`]).
 //! 4. Requests look up `Registry::repository`, then `Repository::manifest` / `blob` / `tags` /
 //!    `referrers`: hash-map lookups returning the stored bytes (`Bytes`, zero-copy for embedded
 //!    `&'static` data). Misses are `Error::NameUnknown` / `ManifestUnknown` / `BlobUnknown`.
@@ -32,7 +34,8 @@
 //! them), `load` and `description` (step 1), `facts` (steps 2 and 3), `problem` (what loading
 //! refuses), `document` and `kinds` (a manifest's JSON and what it is), `listing` (the paged
 //! catalog and tags lists), `namespaces` (upstream registries within the names), `maps` (the
-//! hash maps), `chart_images` and `verification` (the two files beside the layouts).
+//! hash maps), `chart_images`, `verification` and `origins` (the files beside the layouts, each
+//! its shape and lookups) with `beside` (how a registry holds them and pack writes them).
 //!
 //! No HTTP types live here; `http` maps `Error` to statuses and codes.
 
@@ -40,6 +43,7 @@
 // (checked, saturating or widened instead), outside tests.
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
+mod beside;
 mod chart_images;
 mod description;
 mod document;
@@ -50,6 +54,7 @@ mod listing;
 mod load;
 mod maps;
 mod namespaces;
+mod origins;
 mod problem;
 mod registry;
 mod repository;
@@ -68,6 +73,7 @@ pub use facts::{FactsError, Stale, Unservable};
 pub use input::{BuildBytes, BuildFile, Content, HeldFile, content_digest};
 pub use kinds::{Artifact, Kind};
 pub use listing::Listing;
+pub use origins::{MAX_URL, ORIGINS_FILE, Origin, OriginUrl, OriginUrlError, OriginsFile};
 pub use problem::{LoadError, Problem};
 pub use registry::{FilesError, Registry, Summary};
 pub use repository::{Blob, Manifest, Repository};

@@ -1,6 +1,6 @@
 //! The whole registry ([`Registry`]): its repositories by name, the catalog, the upstream
-//! registries it holds images of, the counts ([`Summary`]), and the chart images and
-//! verification record beside them. It is assembled from repositories the facts describe
+//! registries it holds images of, the counts ([`Summary`]), and the chart images, the
+//! verification record and the origins beside them. It is assembled from repositories the facts describe
 //! (module `facts`), or from files through a description ([`Registry::from_files`]), and then
 //! resolves the repository a request names (exactly, or within an upstream registry's
 //! namespace).
@@ -9,11 +9,12 @@ use bytes::Bytes;
 
 use crate::oci::{Namespace, RepositoryName};
 
+use super::beside::Beside;
 use super::maps::{HashMap, Sha256Map};
 use super::namespaces::Namespaces;
 use super::{
     BuildFile, Description, Error, FactsError, HeldFile, Listing, LoadError, Repository,
-    Unservable, chart_images, facts, verification,
+    Unservable, chart_images, facts, origins, verification,
 };
 
 /// Why files do not make a registry ([`Registry::from_files`]).
@@ -50,9 +51,12 @@ pub struct Registry {
     pub(super) summary: Summary,
     /// The images each chart version needs, when the content lists them (module
     /// `chart_images`).
-    pub(super) chart_images: chart_images::Held,
+    pub(super) chart_images: Beside<chart_images::Parsed>,
     /// What was verified at build, when the content records it (module `verification`).
-    pub(super) verification: verification::Held,
+    pub(super) verification: Beside<verification::Parsed>,
+    /// Where fetched charts were downloaded from, when the content records it (module
+    /// `origins`).
+    pub(super) origins: Beside<origins::Parsed>,
 }
 
 impl Registry {
@@ -92,8 +96,9 @@ impl Registry {
             namespaces: Namespaces::of(names.iter().map(String::as_str)),
             catalog: Listing::catalog(names),
             summary,
-            chart_images: chart_images::Held::default(),
-            verification: verification::Held::default(),
+            chart_images: Beside::default(),
+            verification: Beside::default(),
+            origins: Beside::default(),
         }
     }
 

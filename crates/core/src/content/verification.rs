@@ -9,22 +9,18 @@
 //!    Artifacts with no record were not verified (unsigned, and no rule required them).
 //! 2. The loader (`Description::of`) reads the file with [`VerificationFile`] when the content
 //!    holds it: a file it cannot read is content that cannot be served, naming the file.
-//! 3. A [`Registry`] keeps the file's bytes ([`Held`]: one binary search among the files at
-//!    start-up, nothing parsed) and parses them on the first [`Registry::chart_verification`]
-//!    or [`Registry::image_verification`] call, as it does `chart-images.json`: only the pages
-//!    and `chartreg ls` show the records ("verified: key … at build"), and start-up is
-//!    measured (BENCHMARKS.md). `chartreg verify` checks the signatures again from the
-//!    embedded bytes.
+//! 3. A [`Registry`] keeps the file's bytes and parses them on the first
+//!    [`Registry::chart_verification`] or [`Registry::image_verification`] call (module
+//!    `beside`): the pages, `chartreg ls` and the SBOM show the records ("verified: key … at
+//!    build"). `chartreg verify` checks the signatures again from the embedded bytes.
 //!
 //! Only the shape and the lookups live here: checking signatures is the trust crate's job.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
 
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::Registry;
+use super::{Registry, beside};
 use crate::oci::{Digest, RepositoryName};
 
 /// The file's path in the content, beside the repositories (as `chart-images.json`).
@@ -47,10 +43,7 @@ impl VerificationFile {
     /// The file as it is written: sorted, indented JSON ending in a newline (the same
     /// verification gives the same bytes, so `pack --check` compares them).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut data = serde_json::to_vec_pretty(self)
-            .unwrap_or_else(|_| unreachable!("names, strings and lists serialise"));
-        data.push(b'\n');
-        data
+        beside::written(self)
     }
 }
 
@@ -192,41 +185,14 @@ type Records = HashMap<String, HashMap<String, Record>>;
 
 /// The file parsed: the charts' records and the images'.
 #[derive(Debug, Default)]
-struct Parsed {
+pub(super) struct Parsed {
     charts: Records,
     images: Records,
 }
 
-/// The file as a registry keeps it: its bytes, parsed on first use.
-#[derive(Debug, Default)]
-pub(super) struct Held {
-    file: Option<Bytes>,
-    parsed: OnceLock<Parsed>,
-}
-
-impl Held {
-    pub(super) fn of(file: Option<Bytes>) -> Self {
-        Held {
-            file,
-            parsed: OnceLock::new(),
-        }
-    }
-
-    fn parsed(&self) -> Option<&Parsed> {
-        let bytes = self.file.as_ref()?;
-        Some(self.parsed.get_or_init(|| parse(bytes)))
-    }
-}
-
 fn parse(bytes: &[u8]) -> Parsed {
-    // The build read the file with this type (else it refused the content) and the facts bind
-    // its bytes: this fails only if they lie, and then nothing is shown as verified.
-    let file: VerificationFile = match serde_json::from_slice(bytes) {
-        Ok(file) => file,
-        Err(e) => {
-            log::warn!("{VERIFICATION_FILE}: not shown: {e}");
-            return Parsed::default();
-        }
+    let Some(file) = beside::read::<VerificationFile>(VERIFICATION_FILE, bytes) else {
+        return Parsed::default();
     };
     let by_name = |records: BTreeMap<RepositoryName, BTreeMap<String, Record>>| -> Records {
         records
@@ -248,20 +214,20 @@ fn parse(bytes: &[u8]) -> Parsed {
 impl Registry {
     /// Whether the content holds a record of what was verified at build.
     pub fn has_verification(&self) -> bool {
-        self.verification.file.is_some()
+        self.verification.is_held()
     }
 
     /// What verified the chart `version` (as `Chart.yaml` has it) in `repository` at build, or
     /// the warning its failed signature gave; `None` when the content records nothing for it
     /// (no record at all, or not of this version): it was not verified.
     pub fn chart_verification(&self, repository: &str, version: &str) -> Option<&Record> {
-        let parsed = self.verification.parsed()?;
+        let parsed = self.verification.parsed(parse)?;
         parsed.charts.get(repository)?.get(version)
     }
 
     /// The same for the image tag `tag` in `repository` (as served).
     pub fn image_verification(&self, repository: &str, tag: &str) -> Option<&Record> {
-        let parsed = self.verification.parsed()?;
+        let parsed = self.verification.parsed(parse)?;
         parsed.images.get(repository)?.get(tag)
     }
 }
@@ -269,6 +235,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::content::beside::one_image;
 
     #[test]
     fn evidence_reads_back_and_says_who() {
@@ -318,25 +285,6 @@ mod tests {
         );
     }
 
-    /// A layout of `repository` with one image tagged `tag`.
-    fn image(repository: &str, tag: &str) -> Vec<crate::content::HeldFile> {
-        use crate::oci::layout::ImageManifest;
-        use crate::oci::media_type;
-        let mut layout = crate::tree::LayoutBuilder::new(repository);
-        let config = layout.blob("application/vnd.oci.image.config.v1+json", b"{}".to_vec());
-        let d = layout.manifest(
-            media_type::OCI_MANIFEST,
-            &ImageManifest::new(config, vec![]),
-        );
-        layout.list(d, Some(tag));
-        layout
-            .into_files()
-            .unwrap()
-            .into_iter()
-            .map(|(path, data)| crate::content::HeldFile::new(path, data))
-            .collect()
-    }
-
     fn record(verified: Vec<Evidence>, warning: Option<&str>) -> Record {
         Record {
             digest: Digest::sha256_of(b"package"),
@@ -370,7 +318,7 @@ mod tests {
                 BTreeMap::from([("v1".to_owned(), record(vec![key.clone()], None))]),
             )]),
         };
-        let mut files = image("images/x", "v1");
+        let mut files = one_image("images/x", "v1").0;
         files.push(crate::content::HeldFile::new(
             VERIFICATION_FILE,
             file.to_bytes(),
@@ -399,7 +347,7 @@ mod tests {
 
     #[test]
     fn content_without_the_file_records_nothing() {
-        let registry = Registry::from_files(image("images/x", "v1")).unwrap();
+        let registry = Registry::from_files(one_image("images/x", "v1").0).unwrap();
         assert!(!registry.has_verification());
         assert!(registry.image_verification("images/x", "v1").is_none());
     }
@@ -423,7 +371,7 @@ mod tests {
             ),
             r#"{"policy":{"mode":"require"},"other":1}"#.to_owned(),
         ] {
-            let mut files = image("images/x", "v1");
+            let mut files = one_image("images/x", "v1").0;
             files.push(crate::content::HeldFile::new(
                 VERIFICATION_FILE,
                 bad.clone().into_bytes(),

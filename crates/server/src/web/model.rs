@@ -3,8 +3,9 @@
 //! its config (Chart.yaml as JSON: untrusted text, escaped where it is shown), what is
 //! attached to each version (referrers by `subject`, and cosign's `sha256-<hex>.sig/.att/.sbom`
 //! tags), the images a chart version needs, each held here or not, when the content lists
-//! them ([`images`]), and what verified each version's signature at build, when the content
-//! records it ([`verified`]). Serialised as it is for `Accept: application/json`.
+//! them ([`images`]), what verified each version's signature at build, when the content
+//! records it ([`verified`]), and where a chart's package was downloaded from, when the
+//! content records it (`origins.json`). Serialised as it is for `Accept: application/json`.
 
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +161,10 @@ pub struct ChartView {
     /// Whether a provenance file (`.prov`) is attached.
     #[serde(default)]
     pub signed: bool,
+    /// Where its package was downloaded from, when the content records it (`origins.json`:
+    /// charts packed from a lock); never read from the chart's own metadata.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -295,6 +300,9 @@ fn repository_view(
             // with other types) shows empty fields, and the chart is served the same.
             let mut view: ChartView = serde_json::from_value(parts.metadata).unwrap_or_default();
             view.signed = parts.provenance.is_some();
+            view.origin = registry
+                .chart_origin(repository.name(), &view.version, &parts.package.digest)
+                .map(ToString::to_string);
             view
         });
         let mut attached = Vec::new();

@@ -253,6 +253,7 @@ pub fn repository(repository: &RepositoryView) -> Pieces {
                     @if let Some(chart) = &v.chart {
                         @if let Some(d) = &chart.description { dt { "description" } dd { (clean(d)) } }
                         @if let Some(a) = &chart.app_version { dt { "appVersion" } dd { (clean(a)) } }
+                        @if let Some(o) = &chart.origin { dt { "fetched from" } dd { code { (clean(o)) } } }
                         @if let Some(h) = &chart.home { dt { "home" } dd { (clean(h)) } }
                         @if !chart.sources.is_empty() {
                             dt { "sources" } dd { @for s in &chart.sources { (clean(s)) br; } }

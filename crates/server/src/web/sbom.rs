@@ -5,10 +5,11 @@
 //!   its image is signed with when `image --sign-key` built it);
 //! - each version the registry serves, as a package `CONTAINS`ed by chartreg: its repository
 //!   and tag, the manifest's sha256, the upstream it came from (an image's registry and path;
-//!   a chart's `home` and `sources` from Chart.yaml), and what verified its signature at
-//!   build (the package's comment); an image index's platform manifests, each a package the
-//!   index `CONTAINS`; what is attached to a version (signatures, attestations, SBOMs), each
-//!   a package `METAFILE_OF` it;
+//!   where a chart's package was fetched from, when the content records it, as its
+//!   `downloadLocation` too, and its `home` and `sources` from Chart.yaml), and what verified
+//!   its signature at build (the package's comment); an image index's platform manifests,
+//!   each a package the index `CONTAINS`; what is attached to a version (signatures,
+//!   attestations, SBOMs), each a package `METAFILE_OF` it;
 //! - each crate compiled in, `DEPENDS_ON`ed by chartreg, with its licence as the crate
 //!   declares it (`MIT/Apache-2.0` written as the expression `MIT OR Apache-2.0`; anything
 //!   that is not an expression is `NOASSERTION`) and its purl (`pkg:cargo/NAME@VERSION`).
@@ -288,8 +289,12 @@ impl Served<'_> {
                 "pulled from {}/{}",
                 upstream.registry, upstream.path
             )),
-            (None, Some(c)) if !c.sources.is_empty() => {
-                Some(format!("Chart.yaml sources: {}", c.sources.join(" ")))
+            (None, Some(c)) => {
+                let fetched = c.origin.as_ref().map(|o| format!("fetched from {o}"));
+                let sources = (!c.sources.is_empty())
+                    .then(|| format!("Chart.yaml sources: {}", c.sources.join(" ")));
+                let said: Vec<String> = fetched.into_iter().chain(sources).collect();
+                (!said.is_empty()).then(|| said.join("; "))
             }
             _ => None,
         };
@@ -297,7 +302,10 @@ impl Served<'_> {
             id: id.clone(),
             name: view.name.clone(),
             version_info: Some(version.tag.clone()),
-            download_location: NOASSERTION.to_owned(),
+            download_location: chart_view
+                .and_then(|c| c.origin.as_deref())
+                .and_then(download_location)
+                .unwrap_or_else(|| NOASSERTION.to_owned()),
             files_analyzed: false,
             checksums: checksum(&version.digest),
             homepage: chart_view
@@ -402,6 +410,31 @@ fn homepage(home: &str) -> Option<String> {
     (plain && web && home.len() > "https://".len()).then(|| home.to_owned())
 }
 
+/// A chart's origin as SPDX's `downloadLocation`: an http(s) URL whose host is a DNS name
+/// (SPDX's validator, spdx-tools, takes no address or single-label host: such an origin, an
+/// `oci://` one too, is said in `sourceInfo` only). The origin is an `OriginUrl` already: plain
+/// ASCII, no credentials.
+fn download_location(origin: &str) -> Option<String> {
+    let lower = origin.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.split(':').next()?;
+    let labels: Vec<&str> = host.split('.').collect();
+    let named = labels.len() >= 2
+        && labels.iter().all(|l| {
+            !l.is_empty()
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+        && labels
+            .last()
+            .is_some_and(|tld| tld.len() >= 2 && tld.bytes().all(|b| b.is_ascii_alphabetic()));
+    named.then(|| origin.to_owned())
+}
+
 /// What a version's record of verification says.
 fn signature_comment(version: &VersionView) -> String {
     match &version.verified {
@@ -464,5 +497,18 @@ mod tests {
     #[case("https://example.com/\"x", false)]
     fn homepages(#[case] home: &str, #[case] taken: bool) {
         assert_eq!(homepage(home).is_some(), taken);
+    }
+
+    #[rstest]
+    #[case("https://charts.jetstack.io/charts/cert-manager-v1.14.0.tgz", true)]
+    #[case("http://charts.example.io:8080/a.tgz", true)]
+    #[case("HTTPS://Charts.Example.IO/a.tgz", true)]
+    #[case("http://127.0.0.1:5000/hello-1.0.0.tgz", false)]
+    #[case("http://localhost:5000/hello-1.0.0.tgz", false)]
+    #[case("https://[::1]/a.tgz", false)]
+    #[case("https://-bad.io/a.tgz", false)]
+    #[case("oci://ghcr.io/org/charts/app:1.0.0", false)]
+    fn download_locations(#[case] origin: &str, #[case] taken: bool) {
+        assert_eq!(download_location(origin).is_some(), taken);
     }
 }

@@ -16,9 +16,11 @@ use bytes::Bytes;
 use bytestring::ByteString;
 
 use super::{Facts, FileFacts, Found, RepositoryFacts, decode};
-use crate::content::chart_images::{self, CHART_IMAGES_FILE};
+use crate::content::beside::Beside;
+use crate::content::chart_images::CHART_IMAGES_FILE;
 use crate::content::input::HeldFile;
-use crate::content::verification::{self, VERIFICATION_FILE};
+use crate::content::origins::ORIGINS_FILE;
+use crate::content::verification::VERIFICATION_FILE;
 use crate::content::{Blob, HashMap, Manifest, Registry, Repository, Sha256Map};
 use crate::oci::layout::{Annotations, Descriptor};
 use crate::oci::{Digest, DigestError, NameError, RepositoryName, Tag, TagError};
@@ -96,9 +98,8 @@ pub(crate) fn read(bytes: &Bytes, files: &[HeldFile]) -> Result<Registry, Unserv
         built.push(repository);
     }
     let mut registry = Registry::assemble(built);
-    // The list of the images charts need and the verification record: their bytes kept, read
-    // on first use (see `chart_images`, `verification`), so that start-up does no more than
-    // one search for each.
+    // The files beside the layouts: their bytes kept, read on first use (module `beside`), so
+    // that start-up does no more than one search for each.
     let beside = |name: &str| {
         sorted
             .binary_search_by(|f| f.path.as_ref().cmp(name))
@@ -106,8 +107,9 @@ pub(crate) fn read(bytes: &Bytes, files: &[HeldFile]) -> Result<Registry, Unserv
             .and_then(|i| sorted.get(i))
             .map(|f| f.data.clone())
     };
-    registry.chart_images = chart_images::Held::of(beside(CHART_IMAGES_FILE));
-    registry.verification = verification::Held::of(beside(VERIFICATION_FILE));
+    registry.chart_images = Beside::of(beside(CHART_IMAGES_FILE));
+    registry.verification = Beside::of(beside(VERIFICATION_FILE));
+    registry.origins = Beside::of(beside(ORIGINS_FILE));
     registry
         .repositories()
         .for_each(Repository::warn_unreferenced);
