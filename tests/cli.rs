@@ -229,6 +229,72 @@ fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
     assert_eq!(again.stdout, out.stdout, "the same bytes every time");
     let both = chartreg(&["ls", "--sbom", "--json"]);
     assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
+    let spdx = chartreg(&["ls", "--sbom=spdx"]);
+    assert_eq!(spdx.stdout, out.stdout, "--sbom is --sbom=spdx");
+    let unknown = chartreg(&["ls", "--sbom", "swid"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown.stderr));
+    assert!(
+        text(&unknown.stderr).contains("cyclonedx"),
+        "{}",
+        text(&unknown.stderr)
+    );
+}
+
+/// `ls --sbom cyclonedx`: the same inventory as a CycloneDX 1.6 BOM (what `/sbom.cdx.json`
+/// serves): chartreg the metadata's component, depending on every crate compiled in (each a
+/// library with its licence expression, purl and crates.io distribution); the content's
+/// versions its components; the same bytes every time; valid for CycloneDX's own library.
+#[test]
+fn ls_sbom_cyclonedx_lists_the_same_inventory_as_a_valid_bom() {
+    let out = chartreg(&["ls", "--sbom", "cyclonedx"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let bom: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(bom["bomFormat"], "CycloneDX");
+    assert_eq!(bom["specVersion"], "1.6");
+    assert_eq!(bom["metadata"]["component"]["bom-ref"], "chartreg");
+    let components = bom["components"].as_array().unwrap();
+    let named = |name: &str| components.iter().find(|c| c["name"] == name);
+    let actix = named("actix-web").expect("actix-web is compiled in");
+    let version = actix["version"].as_str().unwrap();
+    assert_eq!(actix["type"], "library");
+    assert_eq!(actix["licenses"][0]["expression"], "MIT OR Apache-2.0");
+    assert_eq!(actix["purl"], format!("pkg:cargo/actix-web@{version}"));
+    assert_eq!(
+        actix["externalReferences"][0],
+        serde_json::json!({"type": "distribution", "url": format!("https://crates.io/api/v1/crates/actix-web/{version}/download")})
+    );
+    let spdx: Value = serde_json::from_slice(&chartreg(&["ls", "--sbom"]).stdout).unwrap();
+    let libraries = |kind: &str| match kind {
+        "spdx" => spdx["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["primaryPackagePurpose"] == "LIBRARY")
+            .count(),
+        _ => components.iter().filter(|c| c["type"] == "library").count(),
+    };
+    assert_eq!(libraries("cyclonedx"), libraries("spdx"), "the same crates");
+    let dependencies = bom["dependencies"].as_array().unwrap();
+    let chartreg_depends = dependencies
+        .iter()
+        .find(|d| d["ref"] == "chartreg")
+        .expect("chartreg's dependencies");
+    assert_eq!(
+        chartreg_depends["dependsOn"].as_array().unwrap().len(),
+        libraries("spdx")
+    );
+    assert!(
+        named("charts/hello").is_some_and(|c| c["hashes"][0]["alg"] == "SHA-256"),
+        "the content is listed too: {bom:#}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sbom.cdx.json");
+    std::fs::write(&path, &out.stdout).unwrap();
+    if let Some(result) = common::cyclonedx_validated(&path) {
+        result.unwrap_or_else(|said| panic!("cyclonedx-python-lib refuses the BOM: {said}"));
+    }
+    let again = chartreg(&["ls", "--sbom", "cyclonedx"]);
+    assert_eq!(again.stdout, out.stdout, "the same bytes every time");
 }
 
 #[test]

@@ -251,11 +251,14 @@ fn read_image(skopeo: &Path, out: &Path, attached: bool) -> Image {
         [&Value::from(tag.clone())],
         "the layout holds the tag"
     );
-    let sboms = entries
-        .iter()
-        .filter(|m| m["artifactType"] == "application/spdx+json")
-        .count();
-    assert_eq!(sboms, usize::from(attached), "the image's SBOM: {index}");
+    for kind in ["application/spdx+json", "application/vnd.cyclonedx+json"] {
+        let sboms = entries.iter().filter(|m| m["artifactType"] == kind).count();
+        assert_eq!(
+            sboms,
+            usize::from(attached),
+            "the image's {kind} SBOM: {index}"
+        );
+    }
     let labels = labels(skopeo, &out.join("oci"), &tag);
     Image { tag, labels }
 }

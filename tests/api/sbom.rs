@@ -1,9 +1,11 @@
-//! The SBOM at `/sbom.spdx.json`, in-process: served as `application/spdx+json`, linked from
-//! every page, the same bytes on every request; every version served is a package with its
-//! manifest's sha256, contained by chartreg, an index's platforms contained by it, what is
-//! attached to a version a metafile of it; what verified a version at build in its comment;
-//! hostile chart metadata kept out of the fields SPDX checks; and SPDX's own validator
-//! (`pyspdxtools`) takes every document.
+//! The SBOM at `/sbom.spdx.json` and `/sbom.cdx.json`, in-process: served as
+//! `application/spdx+json` and `application/vnd.cyclonedx+json`, linked from every page, the
+//! same bytes on every request; every version served is a package (a component) with its
+//! manifest's sha256, contained by chartreg, an index's platforms contained by it (within it),
+//! what is attached to a version a metafile of it (within it); what verified a version at
+//! build in its comment; where a fetched chart came from; hostile chart metadata kept out of
+//! the fields SPDX and CycloneDX check; and each format's own validator (`pyspdxtools`,
+//! cyclonedx-python-lib) takes every document.
 
 use super::*;
 use common::{PROV_KEY, WARNING};
@@ -12,6 +14,49 @@ async fn sbom(registry: Registry) -> (Reply, Value) {
     let r = call(registry, Method::GET, "/sbom.spdx.json", &[]).await;
     let document = serde_json::from_slice(&r.body).expect("JSON");
     (r, document)
+}
+
+async fn bom(registry: Registry) -> (Reply, Value) {
+    let r = call(registry, Method::GET, "/sbom.cdx.json", &[]).await;
+    let bom = serde_json::from_slice(&r.body).expect("JSON");
+    (r, bom)
+}
+
+/// Every component of `bom`, those within others too, each with the `bom-ref` of the one it
+/// lies within (`None`: at the top).
+fn components(bom: &Value) -> Vec<(&Value, Option<&str>)> {
+    fn walk<'a>(
+        list: &'a Value,
+        within: Option<&'a str>,
+        out: &mut Vec<(&'a Value, Option<&'a str>)>,
+    ) {
+        for c in list.as_array().into_iter().flatten() {
+            out.push((c, within));
+            walk(&c["components"], c["bom-ref"].as_str(), out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&bom["components"], None, &mut out);
+    out
+}
+
+/// The component of `repository` at `version`, and the `bom-ref` it lies within.
+fn component<'a>(bom: &'a Value, repository: &str, version: &str) -> (&'a Value, Option<&'a str>) {
+    components(bom)
+        .into_iter()
+        .find(|(c, _)| c["name"] == repository && c["version"] == version)
+        .unwrap_or_else(|| panic!("no component {repository} {version}: {bom:#}"))
+}
+
+/// CycloneDX's own library takes `body` (skipped, or failed under `CI=true`, when it is
+/// missing).
+fn bom_validated(body: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sbom.cdx.json");
+    std::fs::write(&path, body).unwrap();
+    if let Some(result) = common::cyclonedx_validated(&path) {
+        result.unwrap_or_else(|said| panic!("cyclonedx-python-lib refuses the BOM: {said}"));
+    }
 }
 
 /// The package of `repository` at `version`, `versionInfo` as written.
@@ -105,6 +150,50 @@ async fn the_sbom_lists_every_version_served_and_is_valid_spdx() {
     let (again, _) = sbom(common::assets_registry()).await;
     assert_eq!(again.body, r.body);
     validated(&r.body);
+
+    // The same as a CycloneDX BOM: every version a component at the top with its sha256, an
+    // index's platforms within it.
+    let (r, bom) = bom(common::assets_registry()).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/vnd.cyclonedx+json")
+    );
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(bom["metadata"]["timestamp"], "1970-01-01T00:00:00Z");
+    let mut components_seen = 0;
+    for repository in registry.repositories() {
+        for tag in repository.tags() {
+            if tag.starts_with("sha256-") {
+                continue;
+            }
+            let digest = repository.tag_digest(tag).unwrap();
+            let (c, within) = component(&bom, repository.name(), tag);
+            assert_eq!(within, None, "{c}");
+            assert_eq!(
+                c["hashes"][0],
+                json!({"alg": "SHA-256", "content": digest.as_str().trim_start_matches("sha256:")})
+            );
+            components_seen += 1;
+        }
+    }
+    assert_eq!(components_seen, versions);
+    for tag in sample.tags() {
+        let manifest = sample.tagged(tag).unwrap();
+        let chartreg_core::content::Document::Index(index) = manifest.document().unwrap() else {
+            continue;
+        };
+        let (top, _) = component(&bom, "images/sample", tag);
+        for entry in index.manifests.iter().filter(|m| m.platform.is_some()) {
+            let platform = entry.platform.as_ref().unwrap().to_string();
+            let (c, within) = component(&bom, "images/sample", &format!("{tag} {platform}"));
+            assert_eq!(within, top["bom-ref"].as_str(), "{c}");
+            assert_eq!(c["type"], "container");
+        }
+    }
+    let (again, _) = self::bom(common::assets_registry()).await;
+    assert_eq!(again.body, r.body);
+    bom_validated(&r.body);
 }
 
 #[actix_web::test]
@@ -112,7 +201,8 @@ async fn every_page_links_the_sbom() {
     for path in ["/", "/ui/charts/hello"] {
         let html = String::from_utf8(get(path).await.body.to_vec()).unwrap();
         assert!(
-            html.contains(r#"<a href="/sbom.spdx.json""#),
+            html.contains(r#"<a href="/sbom.spdx.json""#)
+                && html.contains(r#"<a href="/sbom.cdx.json""#),
             "{path}: {html}"
         );
     }
@@ -188,6 +278,15 @@ async fn what_is_attached_to_a_version_is_a_metafile_of_it() {
     }
     assert_eq!(attached, referrers.len(), "{document:#}");
     validated(&r.body);
+    // In the BOM, each lies within the version it is attached to.
+    let (r, bom) = bom(super::referrers::referrers_registry().0).await;
+    let (subject, _) = component(&bom, "test/refs", "v1");
+    let within: Vec<_> = components(&bom)
+        .into_iter()
+        .filter(|(c, within)| c["type"] == "file" && *within == subject["bom-ref"].as_str())
+        .collect();
+    assert_eq!(within.len(), referrers.len(), "{bom:#}");
+    bom_validated(&r.body);
 }
 
 #[actix_web::test]
@@ -199,6 +298,13 @@ async fn hostile_chart_metadata_stays_in_strings() {
         "javascript: is no homepage: {evil}"
     );
     validated(&r.body);
+    let (r, bom) = bom(super::pages::hostile_registry()).await;
+    let (evil, _) = component(&bom, "charts/evil", "1.0.0");
+    assert!(
+        evil.get("externalReferences").is_none(),
+        "javascript: is no website: {evil}"
+    );
+    bom_validated(&r.body);
 }
 
 /// A chart packed from a lock has where it was downloaded from: its page says it, and the
@@ -254,6 +360,23 @@ async fn a_fetched_chart_has_its_origin_in_the_sbom_and_on_its_page() {
         "{other_bytes}"
     );
     validated(&r.body);
+    let (r, bom) = bom(registry()).await;
+    let distribution = |version: &str| {
+        let (c, _) = component(&bom, HELLO, version);
+        c["externalReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["type"] == "distribution")
+            .map(|e| e["url"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(distribution("1.0.0").as_deref(), Some(url));
+    assert_eq!(
+        distribution("0.2.0").as_deref(),
+        Some("oci://ghcr.io/org/charts/hello:0.2.0")
+    );
+    assert_eq!(distribution("0.1.0"), None);
+    bom_validated(&r.body);
     let page = call(registry(), Method::GET, "/ui/charts/hello", &[]).await;
     let html = String::from_utf8(page.body.to_vec()).unwrap();
     assert_eq!(html.matches("<dt>fetched from</dt>").count(), 2, "{html}");

@@ -16,14 +16,16 @@ use chartreg_core::content::HeldFile;
 use super::{root, sha256};
 
 /// An external tool: Helm from `.tools/` (`helm3`, `helm4`), the Python tools from `.tools/bin`
-/// (`pyspdxtools`), anything else from PATH.
+/// (`pyspdxtools`, `cyclonedx-validate`), anything else from PATH.
 /// Missing: under `CI=true` the test fails; elsewhere it is skipped with a note.
 pub fn tool(name: &str) -> Option<PathBuf> {
     let found = match name {
         "helm3" | "helm4" => {
             Some(root().join(".tools").join(name).join("helm")).filter(|p| p.is_file())
         }
-        "pyspdxtools" => Some(root().join(".tools/bin").join(name)).filter(|p| p.is_file()),
+        "pyspdxtools" | "cyclonedx-validate" => {
+            Some(root().join(".tools/bin").join(name)).filter(|p| p.is_file())
+        }
         _ => std::env::var_os("PATH").and_then(|paths| {
             std::env::split_paths(&paths)
                 .map(|dir| dir.join(name))
@@ -55,6 +57,19 @@ pub fn spdx_validated(document: &Path) -> Option<Result<(), String>> {
         Ok(())
     } else {
         Err(said)
+    })
+}
+
+/// Whether CycloneDX's own library (cyclonedx-python-lib's strict JSON schema validator, run by
+/// `.tools/bin/cyclonedx-validate`) takes `bom` as a valid CycloneDX 1.6 BOM; `None` when it is
+/// missing (under `CI=true` the test fails). Its output names every problem.
+pub fn cyclonedx_validated(bom: &Path) -> Option<Result<(), String>> {
+    let validator = tool("cyclonedx-validate")?;
+    let done = output_of(Command::new(validator).arg(bom), "cyclonedx-validate");
+    Some(if done.status.success() {
+        Ok(())
+    } else {
+        Err(describe(&done))
     })
 }
 

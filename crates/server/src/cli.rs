@@ -209,10 +209,35 @@ pub struct LsArgs {
     /// prints for every embedded file, sorted by path (`make image` tags the image with it).
     #[arg(long, conflicts_with = "json")]
     pub content_digest: bool,
-    /// Print only the SBOM (SPDX 2.3 JSON): what the binary serves and the crates it is made
-    /// of, as `/sbom.spdx.json` serves it (`chartreg-build image` attaches it to the image).
-    #[arg(long, conflicts_with_all = ["json", "content_digest"])]
-    pub sbom: bool,
+    /// Print only the SBOM: what the binary serves and the crates it is made of, as SPDX 2.3
+    /// JSON (`/sbom.spdx.json`) or CycloneDX 1.6 JSON (`--sbom cyclonedx`, `/sbom.cdx.json`);
+    /// `chartreg-build image` attaches both to the image.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        default_missing_value = "spdx",
+        conflicts_with_all = ["json", "content_digest"]
+    )]
+    pub sbom: Option<SbomFormat>,
+}
+
+/// The formats `ls --sbom` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SbomFormat {
+    /// SPDX 2.3 JSON.
+    Spdx,
+    /// CycloneDX 1.6 JSON.
+    Cyclonedx,
+}
+
+impl SbomFormat {
+    fn format(self) -> crate::web::sbom::Format {
+        match self {
+            SbomFormat::Spdx => crate::web::sbom::Format::Spdx,
+            SbomFormat::Cyclonedx => crate::web::sbom::Format::CycloneDx,
+        }
+    }
 }
 
 /// Parses `args`, runs the command over `content`, and says how it went.
@@ -305,9 +330,10 @@ fn ls(args: &LsArgs, content: impl FnOnce() -> Content) -> Result<(), CommandErr
         };
     }
     let registry = load(content)?;
-    if args.sbom {
+    if let Some(format) = args.sbom {
         let overview = crate::web::model::Overview::of(&registry)?;
-        let sbom = crate::web::sbom::document(&registry, &overview, crate::this_build::get())?;
+        let build = crate::this_build::get();
+        let sbom = crate::web::sbom::document(&registry, &overview, build, format.format())?;
         return match std::io::stdout().lock().write_all(&sbom) {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
             other => other.map_err(CommandError::Listing),

@@ -3,15 +3,15 @@
 //!
 //! 1. `--binary [OS/ARCH[/VARIANT]=]FILE`: without a platform, the host's.
 //! 2. The content digest: `--content-digest`, else what the host's binary prints for
-//!    `ls --content-digest` (checked to be a static ELF executable before it is run); when no
-//!    binary is the host's, an error asking for `--content-digest`.
+//!    `ls --content-digest` (module `asked`); when no binary is the host's, an error asking for
+//!    `--content-digest`.
 //! 3. The tag: `--tag`, else `VERSION-<first 12 hex digits of the content digest>`, so that
 //!    every change of content is a new tag.
 //! 4. `created` from `SOURCE_DATE_EPOCH` (unset or empty: 0, 1970-01-01T00:00:00Z, as ko
 //!    does, so that output is reproducible).
-//! 5. The SBOM attached to the image: `--sbom FILE`, else what the host's binary prints for
-//!    `ls --sbom` (an SPDX 2.3 document, checked to be one); `--no-sbom` attaches none. When no
-//!    binary is the host's, an error asking for one of the two.
+//! 5. The SBOMs attached to the image: `--sbom FILE` (repeatable), else the SPDX and CycloneDX
+//!    documents the host's binary prints; `--no-sbom` attaches none (module `asked`, which
+//!    asks for the content digest too).
 //! 6. `--sign-key FILE`: the cosign key that signs the image ([`super::sign`]), opened with
 //!    `COSIGN_PASSWORD` before anything is written.
 //! 7. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
@@ -26,9 +26,8 @@ use chartreg_core::oci::{Digest, Tag, TagError};
 use chartreg_core::tree::Outcome;
 use clap::Args;
 
-use super::binary::{self, Binary, host_platform, parse_platform};
+use super::binary::{Binary, host_platform, parse_platform};
 use super::{BaseSpec, Error, ImageReport, ImageRequest};
-use crate::bounded::{Bounded, BoundedError, Limits};
 use crate::compile::{self, command::BuildArgs};
 
 /// chartreg's version: the first part of the default tag.
@@ -81,10 +80,11 @@ pub struct ImageArgs {
     /// `ls --content-digest`].
     #[arg(long, value_name = "sha256:HEX")]
     pub content_digest: Option<Digest>,
-    /// The SBOM to attach (SPDX 2.3 JSON, as `chartreg ls --sbom` prints it) [default: what the
-    /// binary for this machine prints].
+    /// An SBOM to attach: SPDX 2.3 or CycloneDX JSON, as `chartreg ls --sbom [cyclonedx]`
+    /// prints it (repeatable, each format once) [default: both, as the binary for this machine
+    /// prints them].
     #[arg(long, value_name = "FILE", conflicts_with = "no_sbom")]
-    pub sbom: Option<PathBuf>,
+    pub sbom: Vec<PathBuf>,
     /// Attach no SBOM to the image.
     #[arg(long)]
     pub no_sbom: bool,
@@ -118,39 +118,8 @@ pub enum RunError {
     SourceDateEpoch { value: String },
     #[error("--content-digest {0} is not a sha256 digest")]
     NotSha256(Digest),
-    #[error(
-        "no binary is for this machine ({host}) to ask for its {what} (given: {given}): {remedy}"
-    )]
-    NoHostBinary {
-        host: String,
-        given: String,
-        what: &'static str,
-        remedy: &'static str,
-    },
-    #[error("{} {asked}: {source}: {remedy}", path.display())]
-    AskRun {
-        path: PathBuf,
-        asked: &'static str,
-        remedy: &'static str,
-        #[source]
-        source: BoundedError,
-    },
-    #[error("{} {asked} failed ({status}): {stderr}: {remedy}", path.display())]
-    AskStatus {
-        path: PathBuf,
-        asked: &'static str,
-        remedy: &'static str,
-        status: std::process::ExitStatus,
-        stderr: String,
-    },
-    #[error("{} ls --content-digest printed {printed:?}, not sha256:<64 hex digits>", path.display())]
-    ContentDigestPrinted { path: PathBuf, printed: String },
-    #[error("{} printed no SPDX 2.3 JSON document for ls --sbom ({reason}): {SBOM_REMEDY}", path.display())]
-    SbomPrinted { path: PathBuf, reason: String },
-    #[error("the SBOM {}: {source}", path.display())]
-    SbomFile { path: PathBuf, source: io::Error },
-    #[error("the SBOM {} is no SPDX 2.3 JSON document ({reason})", path.display())]
-    SbomNotSpdx { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Ask(#[from] super::asked::AskError),
     #[error(transparent)]
     Sign(#[from] super::sign::SignError),
     #[error("the default tag: {0}")]
@@ -251,135 +220,6 @@ pub fn created(value: Option<OsString>) -> Result<u64, RunError> {
         })
 }
 
-/// The bounds of asking the built binary for its content digest: it reads its embedded
-/// content's facts (a few MiB at most) and prints one line.
-const ASK_LIMITS: Limits = Limits {
-    time: std::time::Duration::from_secs(120),
-    memory: 1024 * 1024 * 1024,
-    output: 1024 * 1024,
-};
-
-const DIGEST_REMEDY: &str = "pass --content-digest sha256:...";
-const SBOM_REMEDY: &str = "pass --sbom FILE (what `chartreg ls --sbom` prints) or --no-sbom";
-
-/// What the binary for this machine prints when `asked` (its arguments, split at spaces;
-/// `what` it is asked for, and how else to give it, name it in errors): its path and stdout.
-fn ask(
-    binaries: &[Binary],
-    asked: &'static str,
-    what: &'static str,
-    remedy: &'static str,
-    limits: Limits,
-) -> Result<(PathBuf, Vec<u8>), RunError> {
-    let host = host_platform();
-    let runnable = binaries.iter().find(|b| {
-        host.as_ref()
-            .is_some_and(|h| h.os == b.platform.os && h.architecture == b.platform.architecture)
-    });
-    let Some(binary) = runnable else {
-        return Err(RunError::NoHostBinary {
-            host: host.map_or_else(|| std::env::consts::ARCH.to_owned(), |h| h.to_string()),
-            given: binaries
-                .iter()
-                .map(|b| format!("{}={}", b.platform, b.path.display()))
-                .collect::<Vec<_>>()
-                .join(", "),
-            what,
-            remedy,
-        });
-    };
-    binary::inspect(binary)?;
-    let output = Bounded::new(&binary.path, limits)
-        .args(asked.split(' '))
-        .run()
-        .map_err(|source| RunError::AskRun {
-            path: binary.path.clone(),
-            asked,
-            remedy,
-            source,
-        })?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(RunError::AskStatus {
-            path: binary.path.clone(),
-            asked,
-            remedy,
-            status: output.status,
-            stderr: stderr.trim().to_owned(),
-        });
-    }
-    Ok((binary.path.clone(), output.stdout))
-}
-
-/// What the binary for this machine prints for `ls --content-digest`.
-fn content_digest(binaries: &[Binary]) -> Result<Digest, RunError> {
-    let (path, stdout) = ask(
-        binaries,
-        "ls --content-digest",
-        "content digest",
-        DIGEST_REMEDY,
-        ASK_LIMITS,
-    )?;
-    let printed = String::from_utf8_lossy(&stdout).trim().to_owned();
-    match printed.parse::<Digest>() {
-        Ok(digest) if digest.sha256().is_some() => Ok(digest),
-        _ => Err(RunError::ContentDigestPrinted { path, printed }),
-    }
-}
-
-/// The bounds of asking the built binary for its SBOM: a package per version and per crate,
-/// about 1 KiB each (10,000 versions: about 10 MiB).
-const SBOM_LIMITS: Limits = Limits {
-    time: std::time::Duration::from_secs(120),
-    memory: 2 * 1024 * 1024 * 1024,
-    output: 256 * 1024 * 1024,
-};
-
-/// Why `data` is not an SPDX 2.3 JSON document, if it is not.
-fn not_spdx(data: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Head {
-        spdx_version: String,
-    }
-    match serde_json::from_slice::<Head>(data) {
-        Ok(head) if head.spdx_version == "SPDX-2.3" => None,
-        Ok(head) => Some(format!("its spdxVersion is {:?}", head.spdx_version)),
-        Err(e) => Some(e.to_string()),
-    }
-}
-
-/// The SBOM to attach: `--sbom FILE`, none with `--no-sbom`, else the host binary's.
-fn sbom(args: &ImageArgs) -> Result<Option<Vec<u8>>, RunError> {
-    if args.no_sbom {
-        return Ok(None);
-    }
-    if let Some(path) = &args.sbom {
-        let data = std::fs::read(path).map_err(|source| RunError::SbomFile {
-            path: path.clone(),
-            source,
-        })?;
-        if let Some(reason) = not_spdx(&data) {
-            return Err(RunError::SbomNotSpdx {
-                path: path.clone(),
-                reason,
-            });
-        }
-        return Ok(Some(data));
-    }
-    let (path, stdout) = ask(
-        &args.binaries,
-        "ls --sbom",
-        "SBOM",
-        SBOM_REMEDY,
-        SBOM_LIMITS,
-    )?;
-    match not_spdx(&stdout) {
-        None => Ok(Some(stdout)),
-        Some(reason) => Err(RunError::SbomPrinted { path, reason }),
-    }
-}
-
 /// The tag given, else `VERSION-<first 12 hex digits of the content digest>`.
 fn tag(given: Option<&Tag>, content: &Digest) -> Result<Tag, RunError> {
     match given {
@@ -402,7 +242,7 @@ impl ImageArgs {
         let content_digest = match &self.content_digest {
             Some(d) if d.sha256().is_none() => return Err(RunError::NotSha256(d.clone())),
             Some(d) => d.clone(),
-            None => content_digest(&self.binaries)?,
+            None => super::asked::content_digest(&self.binaries)?,
         };
         Ok(ImageRequest {
             binaries: self.binaries.clone(),
@@ -413,7 +253,7 @@ impl ImageArgs {
             version: VERSION.to_owned(),
             created,
             labels: self.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
-            sbom: sbom(self)?,
+            sboms: super::asked::sboms(&self.binaries, &self.sbom, self.no_sbom)?,
             signer,
         })
     }
@@ -491,8 +331,13 @@ fn summary(report: &ImageReport, content: &Digest) -> String {
     let sbom = report
         .referrers
         .iter()
-        .filter(|r| r.artifact_type.as_deref() == Some(chartreg_core::oci::media_type::SPDX_JSON))
-        .map(|r| format!(", SBOM {}", r.digest))
+        .filter_map(|r| match r.artifact_type.as_deref() {
+            Some(chartreg_core::oci::media_type::SPDX_JSON) => Some(format!(", SBOM {}", r.digest)),
+            Some(chartreg_core::oci::media_type::CYCLONEDX_JSON) => {
+                Some(format!(", CycloneDX SBOM {}", r.digest))
+            }
+            _ => None,
+        })
         .collect::<String>();
     let signed = report
         .signature

@@ -29,9 +29,10 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use chartreg_core::oci::gojson::Unwritable;
 use chartreg_core::oci::layout::{Descriptor, Platform};
-use chartreg_core::oci::{Digest, Tag, media_type};
+use chartreg_core::oci::{Digest, Tag};
 use chartreg_core::tree::{Outcome, WriteError};
 
+mod asked;
 pub mod base;
 pub mod binary;
 pub mod command;
@@ -66,10 +67,17 @@ pub struct ImageRequest {
     pub created: u64,
     /// Labels set over chartreg's own (revision, source, ...).
     pub labels: BTreeMap<String, String>,
-    /// The SBOM (SPDX 2.3 JSON) to attach, if any.
-    pub sbom: Option<Vec<u8>>,
+    /// The SBOMs to attach (SPDX 2.3, CycloneDX), if any.
+    pub sboms: Vec<Sbom>,
     /// The key that signs the image, if any.
     pub signer: Option<sign::Signer>,
+}
+
+/// An SBOM to attach: its media type (the referrer's artifactType) and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sbom {
+    pub media_type: &'static str,
+    pub data: Vec<u8>,
 }
 
 /// What was written.
@@ -255,11 +263,11 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
         })
         .collect();
     let attachments: Vec<layout::Attachment> = request
-        .sbom
+        .sboms
         .iter()
-        .map(|data| layout::Attachment {
-            artifact_type: media_type::SPDX_JSON,
-            data: data.clone(),
+        .map(|sbom| layout::Attachment {
+            artifact_type: sbom.media_type,
+            data: sbom.data.clone(),
             annotations: [(config::CREATED.to_owned(), created.clone())]
                 .into_iter()
                 .collect(),

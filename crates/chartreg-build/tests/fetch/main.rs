@@ -178,8 +178,9 @@ fn helm_pulls(server: &InProcess, chart: &str, version: &str, want: &[u8]) {
 }
 
 /// Each chart version of `fetched_from` (name, version, the URL it was downloaded from, if
-/// any) has that origin in the packed `origins.json`, on its page, and in the SBOM
-/// (`sourceInfo`), and SPDX's validator takes the SBOM.
+/// any) has that origin in the packed `origins.json`, on its page, in the SPDX SBOM
+/// (`sourceInfo`) and in the CycloneDX one (a `distribution` reference), and each format's
+/// validator takes its document.
 fn origins_are_recorded_shown_and_described(
     work: &Work,
     server: &InProcess,
@@ -195,6 +196,8 @@ fn origins_are_recorded_shown_and_described(
     };
     let sbom = get("/sbom.spdx.json");
     let document: serde_json::Value = serde_json::from_slice(&sbom).expect("SBOM is JSON");
+    let cyclonedx = get("/sbom.cdx.json");
+    let bom: serde_json::Value = serde_json::from_slice(&cyclonedx).expect("BOM is JSON");
     for (chart, version, url) in fetched_from {
         let repository = format!("charts/{chart}");
         let entry = &recorded["charts"][&repository][version];
@@ -206,6 +209,19 @@ fn origins_are_recorded_shown_and_described(
             .find(|p| p["name"] == repository.as_str() && p["versionInfo"] == *version)
             .unwrap_or_else(|| panic!("no package {repository} {version} in the SBOM"));
         let source_info = described["sourceInfo"].as_str().unwrap_or_default();
+        let distribution = bom["components"]
+            .as_array()
+            .expect("components")
+            .iter()
+            .find(|c| c["name"] == repository.as_str() && c["version"] == *version)
+            .unwrap_or_else(|| panic!("no component {repository} {version} in the BOM"))
+            ["externalReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["type"] == "distribution")
+            .and_then(|r| r["url"].as_str());
+        assert_eq!(distribution, url.as_deref(), "{bom:#}");
         match url {
             Some(url) => {
                 assert_eq!(entry["url"], url.as_str(), "{recorded:#}");
@@ -226,6 +242,13 @@ fn origins_are_recorded_shown_and_described(
     let checked = work.write("sbom.spdx.json", &String::from_utf8(sbom).expect("UTF-8"));
     if let Some(result) = common::spdx_validated(&checked) {
         result.unwrap_or_else(|said| panic!("pyspdxtools refuses the SBOM: {said}"));
+    }
+    let checked = work.write(
+        "sbom.cdx.json",
+        &String::from_utf8(cyclonedx).expect("UTF-8"),
+    );
+    if let Some(result) = common::cyclonedx_validated(&checked) {
+        result.unwrap_or_else(|said| panic!("cyclonedx-python-lib refuses the BOM: {said}"));
     }
 }
 

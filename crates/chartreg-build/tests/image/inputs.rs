@@ -140,9 +140,10 @@ fn the_content_digest_needs_a_binary_that_runs_here() {
     assert!(!out.exists());
 }
 
-/// The SBOM comes from `--sbom FILE` or the host's binary (`ls --sbom`), or is left out with
-/// `--no-sbom`: no binary for this machine, one that prints no SPDX 2.3 document, or a file
-/// that is none is refused by name, and nothing is written.
+/// The SBOMs come from `--sbom FILE` (SPDX or CycloneDX, each once) or the host's binary
+/// (`ls --sbom spdx`, `ls --sbom cyclonedx`), or are left out with `--no-sbom`: no binary for
+/// this machine, one that prints no SPDX 2.3 document, a file that is neither format, or two
+/// of one format, is refused by name, and nothing is written.
 #[test]
 fn the_sbom_is_a_file_or_what_a_binary_here_prints() {
     if !runs_here() {
@@ -187,7 +188,10 @@ fn the_sbom_is_a_file_or_what_a_binary_here_prints() {
     refused(
         &["--binary", &arm, "--sbom", s(&old)],
         &[
-            &format!("the SBOM {} is no SPDX 2.3 JSON document", s(&old)),
+            &format!(
+                "the SBOM {} is no SPDX 2.3 or CycloneDX 1.x JSON document",
+                s(&old)
+            ),
             "SPDX-2.2",
         ],
     );
@@ -195,9 +199,26 @@ fn the_sbom_is_a_file_or_what_a_binary_here_prints() {
         &["--binary", &arm, "--sbom", s(&old), "--no-sbom"],
         &["--no-sbom"],
     );
-    // A document from a machine that runs the binary, attached to an image of another platform.
+    let unknown = dir.path().join("swid.json");
+    fs::write(&unknown, r#"{"bomFormat": "SWID"}"#).unwrap();
+    refused(
+        &["--binary", &arm, "--sbom", s(&unknown)],
+        &[&format!("the SBOM {}", s(&unknown)), "\"SWID\""],
+    );
+    // Documents from a machine that runs the binary, attached to an image of another platform,
+    // each as the referrer of its format.
     let given = dir.path().join("given.spdx.json");
     fs::write(&given, r#"{"spdxVersion": "SPDX-2.3", "name": "given"}"#).unwrap();
+    let bom = dir.path().join("given.cdx.json");
+    fs::write(&bom, r#"{"bomFormat": "CycloneDX", "specVersion": "1.6"}"#).unwrap();
+    refused(
+        &["--binary", &arm, "--sbom", s(&bom), "--sbom", s(&bom)],
+        &[&format!(
+            "two CycloneDX SBOMs given ({} and {})",
+            s(&bom),
+            s(&bom)
+        )],
+    );
     let stdout = ok(image(&[
         "--binary",
         &arm,
@@ -207,16 +228,27 @@ fn the_sbom_is_a_file_or_what_a_binary_here_prints() {
         CONTENT,
         "--sbom",
         s(&given),
+        "--sbom",
+        s(&bom),
     ]));
-    assert!(stdout.contains(", SBOM sha256:"), "{stdout}");
+    assert!(
+        stdout.contains(", SBOM sha256:") && stdout.contains(", CycloneDX SBOM sha256:"),
+        "{stdout}"
+    );
     let index = json(&fs::read(out.join("index.json")).unwrap());
-    let referrer = json(&blob(&out, &index["manifests"][1]["digest"]));
-    assert_eq!(
-        blob(&out, &referrer["layers"][0]["digest"]),
-        fs::read(&given).unwrap()
-    );
-    assert_eq!(
-        referrer["subject"]["digest"],
-        index["manifests"][0]["digest"]
-    );
+    for (at, file, kind) in [
+        (1, &given, "application/spdx+json"),
+        (2, &bom, "application/vnd.cyclonedx+json"),
+    ] {
+        let referrer = json(&blob(&out, &index["manifests"][at]["digest"]));
+        assert_eq!(referrer["artifactType"], kind);
+        assert_eq!(
+            blob(&out, &referrer["layers"][0]["digest"]),
+            fs::read(file).unwrap()
+        );
+        assert_eq!(
+            referrer["subject"]["digest"],
+            index["manifests"][0]["digest"]
+        );
+    }
 }

@@ -310,9 +310,10 @@ fn the_default_tag_names_the_version_and_the_content_the_binary_prints() {
     );
 }
 
-/// The server itself, built static (`CHARTREG_STATIC_BIN`): its content digest and SBOM read
-/// from it, the SBOM attached as a referrer of the image (the same bytes in another folder),
-/// the image unpacked by umoci, and the unpacked binary telling the same digest.
+/// The server itself, built static (`CHARTREG_STATIC_BIN`): its content digest and SBOMs read
+/// from it, the SPDX and CycloneDX SBOMs attached as referrers of the image (the same bytes in
+/// another folder), the image unpacked by umoci, and the unpacked binary telling the same
+/// digest.
 #[test]
 fn the_real_server_binary() {
     let Some(server) = std::env::var_os("CHARTREG_STATIC_BIN").map(PathBuf::from) else {
@@ -333,6 +334,11 @@ fn the_real_server_binary() {
         .output()
         .unwrap();
     assert!(sbom.status.success(), "{}", text(&sbom.stderr));
+    let cyclonedx = Command::new(&server)
+        .args(["ls", "--sbom", "cyclonedx"])
+        .output()
+        .unwrap();
+    assert!(cyclonedx.status.success(), "{}", text(&cyclonedx.stderr));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("oci");
     let tag_file = dir.path().join("tag");
@@ -347,19 +353,21 @@ fn the_real_server_binary() {
         ])
     };
     let stdout = ok(args(&out));
-    let (top, referrer) = sbom_referrer(&out);
-    assert_eq!(referrer["subject"]["digest"], top["digest"]);
-    assert_eq!(referrer["subject"]["mediaType"], top["mediaType"]);
-    assert_eq!(blob(&out, &referrer["layers"][0]["digest"]), sbom.stdout);
-    assert_eq!(
-        referrer["annotations"]["org.opencontainers.image.created"],
-        "1970-01-01T00:00:00Z"
-    );
-    let entry = &json(&fs::read(out.join("index.json")).unwrap())["manifests"][1];
-    assert!(
-        stdout.contains(&format!("SBOM {}", entry["digest"].as_str().unwrap())),
-        "{stdout}"
-    );
+    let (top, referrers) = sbom_referrers(&out);
+    for ((entry, referrer), printed) in referrers.iter().zip([&sbom.stdout, &cyclonedx.stdout]) {
+        assert_eq!(referrer["subject"]["digest"], top["digest"]);
+        assert_eq!(referrer["subject"]["mediaType"], top["mediaType"]);
+        assert_eq!(blob(&out, &referrer["layers"][0]["digest"]), *printed);
+        assert_eq!(
+            referrer["annotations"]["org.opencontainers.image.created"],
+            "1970-01-01T00:00:00Z"
+        );
+        assert!(
+            stdout.contains(&format!("SBOM {}", entry["digest"].as_str().unwrap())),
+            "{stdout}"
+        );
+    }
+    let entry = &referrers[0].0;
     let again = dir.path().join("again");
     ok(args(&again));
     assert_eq!(
@@ -388,6 +396,18 @@ fn the_real_server_binary() {
         .collect();
     assert_eq!(sboms.len(), 1, "the image's SBOM among its referrers");
     assert_eq!(sboms[0].digest.as_str(), entry["digest"].as_str().unwrap());
+    let boms: Vec<_> = repository
+        .referrers(&subject, Some("application/vnd.cyclonedx+json"))
+        .collect();
+    assert_eq!(
+        boms.len(),
+        1,
+        "the image's CycloneDX SBOM among its referrers"
+    );
+    assert_eq!(
+        boms[0].digest.as_str(),
+        referrers[1].0["digest"].as_str().unwrap()
+    );
     let manifest = json(&blob(&out, &top["digest"]));
     let config = json(&blob(&out, &manifest["config"]["digest"]));
     assert_eq!(
@@ -409,29 +429,36 @@ fn the_real_server_binary() {
     ]));
 }
 
-/// The image `index.json` tags and the SBOM referring to it: the first entry (tagged) and the
-/// referrer's manifest, checked to be an OCI 1.1 artifact of one SPDX layer.
-fn sbom_referrer(layout: &Path) -> (Value, Value) {
+/// The image `index.json` tags and the SBOMs referring to it: the first entry (tagged), and
+/// the SPDX then the CycloneDX referrer, each its entry and manifest, checked to be an OCI 1.1
+/// artifact of one layer of its type.
+fn sbom_referrers(layout: &Path) -> (Value, Vec<(Value, Value)>) {
     let index = json(&fs::read(layout.join("index.json")).unwrap());
     let entries = index["manifests"].as_array().unwrap();
-    assert_eq!(entries.len(), 2, "the image and its SBOM: {index}");
+    assert_eq!(entries.len(), 3, "the image and its two SBOMs: {index}");
     assert!(entries[0]["annotations"]["org.opencontainers.image.ref.name"].is_string());
-    let entry = &entries[1];
-    assert_eq!(entry["artifactType"], "application/spdx+json", "{index}");
-    assert!(
-        entry["annotations"]
-            .get("org.opencontainers.image.ref.name")
-            .is_none(),
-        "the referrer is untagged: {index}"
-    );
-    let referrer = json(&blob(layout, &entry["digest"]));
-    assert_eq!(referrer["artifactType"], "application/spdx+json");
-    assert_eq!(
-        referrer["config"]["mediaType"],
-        "application/vnd.oci.empty.v1+json"
-    );
-    assert_eq!(blob(layout, &referrer["config"]["digest"]), b"{}");
-    assert_eq!(referrer["layers"].as_array().unwrap().len(), 1);
-    assert_eq!(referrer["layers"][0]["mediaType"], "application/spdx+json");
-    (entries[0].clone(), referrer)
+    let mut referrers = Vec::new();
+    for (entry, kind) in entries[1..]
+        .iter()
+        .zip(["application/spdx+json", "application/vnd.cyclonedx+json"])
+    {
+        assert_eq!(entry["artifactType"], kind, "{index}");
+        assert!(
+            entry["annotations"]
+                .get("org.opencontainers.image.ref.name")
+                .is_none(),
+            "the referrer is untagged: {index}"
+        );
+        let referrer = json(&blob(layout, &entry["digest"]));
+        assert_eq!(referrer["artifactType"], kind);
+        assert_eq!(
+            referrer["config"]["mediaType"],
+            "application/vnd.oci.empty.v1+json"
+        );
+        assert_eq!(blob(layout, &referrer["config"]["digest"]), b"{}");
+        assert_eq!(referrer["layers"].as_array().unwrap().len(), 1);
+        assert_eq!(referrer["layers"][0]["mediaType"], kind);
+        referrers.push((entry.clone(), referrer));
+    }
+    (entries[0].clone(), referrers)
 }

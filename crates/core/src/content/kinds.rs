@@ -66,10 +66,10 @@ const SIGNATURE_TYPES: [&str; 3] = [
 ];
 const SBOM_TYPES: [&str; 6] = [
     "application/vnd.dev.cosign.artifact.sbom.v1+json",
-    "application/spdx+json",
+    media_type::SPDX_JSON,
     "text/spdx+json",
     "text/spdx",
-    "application/vnd.cyclonedx+json",
+    media_type::CYCLONEDX_JSON,
     "application/vnd.syft+json",
 ];
 const ATTESTATION_TYPES: [&str; 2] = [

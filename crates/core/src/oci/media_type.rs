@@ -8,6 +8,8 @@ pub const OCI_LAYER_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 pub const OCI_EMPTY: &str = "application/vnd.oci.empty.v1+json";
 /// An SPDX document in JSON.
 pub const SPDX_JSON: &str = "application/spdx+json";
+/// A CycloneDX BOM in JSON.
+pub const CYCLONEDX_JSON: &str = "application/vnd.cyclonedx+json";
 pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
 pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 

@@ -1,5 +1,5 @@
 //! The pages for people (`/`, `/ui/<repository>`, `/ui/style.css`), the SBOM
-//! (`/sbom.spdx.json`) and the classic Helm
+//! (`/sbom.spdx.json`, `/sbom.cdx.json`) and the classic Helm
 //! repository (`/<prefix>/index.yaml` and its packages), answered from what `web` made on the
 //! first request (kept in [`Ops`]).
 //!
@@ -44,11 +44,14 @@ pub(super) fn get(
             .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
             .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
             .body(STYLE)),
-        WebRoute::Sbom => Ok(HttpResponse::Ok()
-            .insert_header((header::CONTENT_TYPE, crate::web::sbom::MEDIA_TYPE))
+        WebRoute::Sbom(format) => Ok(HttpResponse::Ok()
+            .insert_header((header::CONTENT_TYPE, format.media_type()))
             .insert_header((header::CACHE_CONTROL, REVALIDATE))
             .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-            .body(web.sbom.clone())),
+            .body(match format {
+                crate::web::sbom::Format::Spdx => web.sbom.clone(),
+                crate::web::sbom::Format::CycloneDx => web.cyclonedx.clone(),
+            })),
         WebRoute::Classic(path) => {
             let file = web
                 .classic

@@ -115,9 +115,9 @@ pub enum WebRoute {
     Home,
     /// `/ui/style.css`
     Style,
-    /// `/sbom.spdx.json`: the binary's SBOM (no repository or classic path has one segment
-    /// ending in `.json`).
-    Sbom,
+    /// `/sbom.spdx.json` (SPDX) and `/sbom.cdx.json` (CycloneDX): the binary's SBOM (no
+    /// repository or classic path has one segment ending in `.json`).
+    Sbom(crate::web::sbom::Format),
     /// `/ui/<repository>` (no repository name can start with `ui/` and collide: the whole
     /// name follows the prefix).
     Repository(RepositoryName),
@@ -135,7 +135,10 @@ impl WebRoute {
             return Some(Ok(WebRoute::Style));
         }
         if path == "/sbom.spdx.json" {
-            return Some(Ok(WebRoute::Sbom));
+            return Some(Ok(WebRoute::Sbom(crate::web::sbom::Format::Spdx)));
+        }
+        if path == "/sbom.cdx.json" {
+            return Some(Ok(WebRoute::Sbom(crate::web::sbom::Format::CycloneDx)));
         }
         if let Some(name) = path.strip_prefix("/ui/") {
             return Some(

@@ -5,8 +5,9 @@
 //! - [`page`]: the HTML of `/` and `/ui/<repository>` (maud), cut where the request's host goes
 //!   ([`pieces`]).
 //! - [`classic`]: the classic Helm repository, `/<prefix>/index.yaml` and its packages.
-//! - [`sbom`]: the SBOM of the binary, `/sbom.spdx.json` (and `chartreg ls --sbom`): what it
-//!   serves, from the model, and what it is made of, from [`crate::this_build`].
+//! - [`sbom`]: the SBOM of the binary, `/sbom.spdx.json` and `/sbom.cdx.json` (and `chartreg
+//!   ls --sbom`): what it serves, from the model, and what it is made of, from
+//!   [`crate::this_build`].
 //!
 //! All of it is made once, on the first request that needs it ([`Lazy`]), never at start-up
 //! (which stays as fast with 10,000 versions) and never per request: a request joins
@@ -43,8 +44,10 @@ pub struct Web {
     pub overview: Page,
     repositories: HashMap<String, Page>,
     pub classic: Classic,
-    /// The SBOM (SPDX 2.3 JSON).
+    /// The SBOM as SPDX 2.3 JSON.
     pub sbom: Bytes,
+    /// The SBOM as CycloneDX 1.6 JSON.
+    pub cyclonedx: Bytes,
 }
 
 /// Why the pages cannot be made.
@@ -79,7 +82,9 @@ impl Web {
             };
             repositories.insert(r.name.clone(), page);
         }
-        let sbom = sbom::document(registry, &overview, crate::this_build::get())?;
+        let build = crate::this_build::get();
+        let sbom = sbom::document(registry, &overview, build, sbom::Format::Spdx)?;
+        let cyclonedx = sbom::document(registry, &overview, build, sbom::Format::CycloneDx)?;
         Ok(Web {
             overview: Page {
                 html: page::overview(&overview, &classic.prefixes),
@@ -88,6 +93,7 @@ impl Web {
             repositories,
             classic,
             sbom: Bytes::from(sbom),
+            cyclonedx: Bytes::from(cyclonedx),
         })
     }
 

@@ -1,0 +1,272 @@
+//! What `image` asks the server binary for this machine, each run bounded in time, memory and
+//! output ([`Bounded`]) after the file is checked to be a static ELF executable
+//! (`binary::inspect`), never found through PATH:
+//!
+//! - its content digest (`ls --content-digest`), unless `--content-digest` gives it;
+//! - its SBOMs (`ls --sbom spdx`, `ls --sbom cyclonedx`), unless `--sbom FILE` gives them (an
+//!   SPDX 2.3 or a CycloneDX 1.x JSON document, each recognised by its head, each format
+//!   once) or `--no-sbom` leaves them out; each checked to be the format it is attached as.
+//!
+//! With no binary for this machine, each names the flag that gives what it would have asked.
+
+use std::path::{Path, PathBuf};
+
+use chartreg_core::oci::Digest;
+use chartreg_core::oci::media_type::{CYCLONEDX_JSON, SPDX_JSON};
+
+use super::Sbom;
+use super::binary::{self, Binary, host_platform};
+use crate::bounded::{Bounded, BoundedError, Limits};
+
+/// The bounds of asking for the content digest: the binary reads its embedded content's facts
+/// (a few MiB at most) and prints one line.
+const ASK_LIMITS: Limits = Limits {
+    time: std::time::Duration::from_secs(120),
+    memory: 1024 * 1024 * 1024,
+    output: 1024 * 1024,
+};
+
+/// The bounds of asking for an SBOM: an item per version and per crate, about 1 KiB each
+/// (10,000 versions: about 10 MiB).
+const SBOM_LIMITS: Limits = Limits {
+    time: std::time::Duration::from_secs(120),
+    memory: 2 * 1024 * 1024 * 1024,
+    output: 256 * 1024 * 1024,
+};
+
+const DIGEST_REMEDY: &str = "pass --content-digest sha256:...";
+const SBOM_REMEDY: &str =
+    "pass --sbom FILE (what `chartreg ls --sbom [cyclonedx]` prints) or --no-sbom";
+
+/// Why the binary could not be asked, or what it or a file gave is not what was asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error(
+        "no binary is for this machine ({host}) to ask for its {what} (given: {given}): {remedy}"
+    )]
+    NoHostBinary {
+        host: String,
+        given: String,
+        what: &'static str,
+        remedy: &'static str,
+    },
+    #[error(transparent)]
+    Binary(#[from] super::Error),
+    #[error("{} {asked}: {source}: {remedy}", path.display())]
+    Run {
+        path: PathBuf,
+        asked: &'static str,
+        remedy: &'static str,
+        #[source]
+        source: BoundedError,
+    },
+    #[error("{} {asked} failed ({status}): {stderr}: {remedy}", path.display())]
+    Status {
+        path: PathBuf,
+        asked: &'static str,
+        remedy: &'static str,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+    #[error("{} ls --content-digest printed {printed:?}, not sha256:<64 hex digits>", path.display())]
+    ContentDigestPrinted { path: PathBuf, printed: String },
+    #[error("{} printed no {format} JSON document for {asked} ({reason}): {SBOM_REMEDY}", path.display())]
+    SbomPrinted {
+        path: PathBuf,
+        asked: &'static str,
+        format: &'static str,
+        reason: String,
+    },
+    #[error("the SBOM {}: {source}", path.display())]
+    SbomFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the SBOM {} is no SPDX 2.3 or CycloneDX 1.x JSON document ({reason})", path.display())]
+    SbomUnknown { path: PathBuf, reason: String },
+    #[error("two {format} SBOMs given ({} and {}): attach one of each format at most", first.display(), second.display())]
+    SbomTwice {
+        format: &'static str,
+        first: PathBuf,
+        second: PathBuf,
+    },
+}
+
+/// What the binary for this machine prints when `asked` (its arguments, split at spaces;
+/// `what` it is asked for, and how else to give it, name it in errors): its path and stdout.
+fn ask(
+    binaries: &[Binary],
+    asked: &'static str,
+    what: &'static str,
+    remedy: &'static str,
+    limits: Limits,
+) -> Result<(PathBuf, Vec<u8>), AskError> {
+    let host = host_platform();
+    let runnable = binaries.iter().find(|b| {
+        host.as_ref()
+            .is_some_and(|h| h.os == b.platform.os && h.architecture == b.platform.architecture)
+    });
+    let Some(binary) = runnable else {
+        return Err(AskError::NoHostBinary {
+            host: host.map_or_else(|| std::env::consts::ARCH.to_owned(), |h| h.to_string()),
+            given: binaries
+                .iter()
+                .map(|b| format!("{}={}", b.platform, b.path.display()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            what,
+            remedy,
+        });
+    };
+    binary::inspect(binary)?;
+    let output = Bounded::new(&binary.path, limits)
+        .args(asked.split(' '))
+        .run()
+        .map_err(|source| AskError::Run {
+            path: binary.path.clone(),
+            asked,
+            remedy,
+            source,
+        })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(AskError::Status {
+            path: binary.path.clone(),
+            asked,
+            remedy,
+            status: output.status,
+            stderr: stderr.trim().to_owned(),
+        });
+    }
+    Ok((binary.path.clone(), output.stdout))
+}
+
+/// What the binary for this machine prints for `ls --content-digest`.
+pub(super) fn content_digest(binaries: &[Binary]) -> Result<Digest, AskError> {
+    let (path, stdout) = ask(
+        binaries,
+        "ls --content-digest",
+        "content digest",
+        DIGEST_REMEDY,
+        ASK_LIMITS,
+    )?;
+    let printed = String::from_utf8_lossy(&stdout).trim().to_owned();
+    match printed.parse::<Digest>() {
+        Ok(digest) if digest.sha256().is_some() => Ok(digest),
+        _ => Err(AskError::ContentDigestPrinted { path, printed }),
+    }
+}
+
+/// The format of an SBOM document, by its head: its media type and name.
+fn format_of(data: &[u8]) -> Result<(&'static str, &'static str), String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Head {
+        spdx_version: Option<String>,
+        bom_format: Option<String>,
+        spec_version: Option<String>,
+    }
+    let head: Head = serde_json::from_slice(data).map_err(|e| e.to_string())?;
+    match (&head.spdx_version, &head.bom_format, &head.spec_version) {
+        (Some(v), None, _) if v == "SPDX-2.3" => Ok((SPDX_JSON, "SPDX 2.3")),
+        (Some(v), None, _) => Err(format!("its spdxVersion is {v:?}")),
+        (None, Some(f), Some(v)) if f == "CycloneDX" && v.starts_with("1.") => {
+            Ok((CYCLONEDX_JSON, "CycloneDX"))
+        }
+        (None, Some(f), v) => Err(format!("its bomFormat is {f:?}, its specVersion {v:?}")),
+        _ => Err("neither spdxVersion nor bomFormat names its format".to_owned()),
+    }
+}
+
+/// The SBOMs to attach: none with `none` (`--no-sbom`), the `files` given, else the SPDX and
+/// CycloneDX documents the binary for this machine prints.
+pub(super) fn sboms(
+    binaries: &[Binary],
+    files: &[PathBuf],
+    none: bool,
+) -> Result<Vec<Sbom>, AskError> {
+    if none {
+        return Ok(Vec::new());
+    }
+    if !files.is_empty() {
+        let mut given: Vec<(Sbom, &Path)> = Vec::new();
+        for path in files {
+            let data = std::fs::read(path).map_err(|source| AskError::SbomFile {
+                path: path.clone(),
+                source,
+            })?;
+            let (media_type, format) =
+                format_of(&data).map_err(|reason| AskError::SbomUnknown {
+                    path: path.clone(),
+                    reason,
+                })?;
+            if let Some((_, first)) = given.iter().find(|(s, _)| s.media_type == media_type) {
+                return Err(AskError::SbomTwice {
+                    format,
+                    first: first.to_path_buf(),
+                    second: path.clone(),
+                });
+            }
+            given.push((Sbom { media_type, data }, path));
+        }
+        return Ok(given.into_iter().map(|(sbom, _)| sbom).collect());
+    }
+    let mut printed = Vec::new();
+    for (asked, wanted) in [
+        ("ls --sbom spdx", SPDX_JSON),
+        ("ls --sbom cyclonedx", CYCLONEDX_JSON),
+    ] {
+        let (path, stdout) = ask(binaries, asked, "SBOM", SBOM_REMEDY, SBOM_LIMITS)?;
+        let format = if wanted == SPDX_JSON {
+            "SPDX 2.3"
+        } else {
+            "CycloneDX"
+        };
+        match format_of(&stdout) {
+            Ok((media_type, _)) if media_type == wanted => printed.push(Sbom {
+                media_type,
+                data: stdout,
+            }),
+            Ok((_, other)) => {
+                return Err(AskError::SbomPrinted {
+                    path,
+                    asked,
+                    format,
+                    reason: format!("it printed {other}"),
+                });
+            }
+            Err(reason) => {
+                return Err(AskError::SbomPrinted {
+                    path,
+                    asked,
+                    format,
+                    reason,
+                });
+            }
+        }
+    }
+    Ok(printed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case(r#"{"spdxVersion":"SPDX-2.3"}"#, Ok(SPDX_JSON))]
+    #[case(r#"{"bomFormat":"CycloneDX","specVersion":"1.6"}"#, Ok(CYCLONEDX_JSON))]
+    #[case(r#"{"bomFormat":"CycloneDX","specVersion":"1.4"}"#, Ok(CYCLONEDX_JSON))]
+    #[case(r#"{"spdxVersion":"SPDX-2.2"}"#, Err("SPDX-2.2"))]
+    #[case(r#"{"bomFormat":"CycloneDX","specVersion":"2.0"}"#, Err("2.0"))]
+    #[case(r#"{"bomFormat":"SWID"}"#, Err("SWID"))]
+    #[case(r#"{"name":"x"}"#, Err("neither"))]
+    #[case("not json", Err("expected"))]
+    fn formats(#[case] data: &str, #[case] want: Result<&str, &str>) {
+        match (format_of(data.as_bytes()), want) {
+            (Ok((media_type, _)), Ok(wanted)) => assert_eq!(media_type, wanted),
+            (Err(reason), Err(words)) => assert!(reason.contains(words), "{reason}"),
+            (got, want) => panic!("{data}: got {got:?}, want {want:?}"),
+        }
+    }
+}
