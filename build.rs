@@ -389,40 +389,17 @@ fn git_revision(manifest_dir: &Path) {
 /// variable can point it elsewhere), given 10 s and 256 bytes of answer; `None` when git is
 /// missing, fails, or passes a bound.
 fn head_revision(dir: &Path) -> Option<String> {
-    use std::io::Read;
     let mut git = std::process::Command::new("git");
     git.args(["rev-parse", "--short=12", "HEAD"])
         .current_dir(dir)
-        .env_clear()
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
+        .env_clear();
     for key in ["PATH", "HOME"] {
         if let Some(value) = env::var_os(key) {
             git.env(key, value);
         }
     }
-    let mut child = git.spawn().ok()?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    };
-    let mut answer = String::new();
-    child
-        .stdout
-        .take()?
-        .take(256)
-        .read_to_string(&mut answer)
-        .ok()?;
-    status.success().then(|| answer.trim().to_owned())
+    // A copy without .git (or without git) has no revision: not an error.
+    let printed = bounded_output(git, 256, std::time::Duration::from_secs(10)).ok()?;
+    let revision = String::from_utf8_lossy(&printed).trim().to_owned();
+    (!revision.is_empty()).then_some(revision)
 }
