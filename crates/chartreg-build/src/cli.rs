@@ -113,6 +113,24 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    // The commands that change files stop cleanly on SIGINT and SIGTERM (see `durable::stop`).
+    let writes = matches!(
+        cli.command,
+        Command::Pack(_)
+            | Command::Fetch(_)
+            | Command::ImportBundle(_)
+            | Command::Build(_)
+            | Command::Image(_)
+    );
+    // What `fetch`, `pack` and `import-bundle` write, they write at one commit point: a
+    // failure changed nothing.
+    let all_or_nothing = matches!(
+        cli.command,
+        Command::Pack(_) | Command::Fetch(_) | Command::ImportBundle(_)
+    );
+    if writes {
+        crate::durable::stop::watch();
+    }
     let result = match cli.command {
         Command::Pack(args) => crate::pack::command::run(&args).map_err(Error::from),
         Command::Fetch(args) => crate::fetch::command::run(&args).map_err(Error::from),
@@ -131,6 +149,13 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprint_line(format_args!("chartreg-build: {e}"));
+            // A failure after a stop was asked for is the stop's.
+            if let Err(stopped) = crate::durable::stop::check() {
+                return ExitCode::from(stopped.exit_code());
+            }
+            if all_or_nothing {
+                eprint_line("chartreg-build: nothing was changed");
+            }
             e.exit_code()
         }
     }

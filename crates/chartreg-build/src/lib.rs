@@ -45,6 +45,7 @@ pub mod cli;
 pub mod compile;
 pub mod content_file;
 pub mod diff;
+pub mod durable;
 pub mod fetch;
 pub mod image;
 pub mod import;

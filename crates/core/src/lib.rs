@@ -11,8 +11,8 @@
 //! - [`json`]: JSON strings quoted by functions that cannot fail.
 //! - [`shown`]: upstream text as a terminal or a page shows it, control characters escaped.
 //! - [`tree`]: files to write (documents in memory, blobs by reference to the file holding
-//!   them), an in-memory layout builder, reading a folder, and writing a tree into place
-//!   without damaging what was there.
+//!   them), an in-memory layout builder, reading a folder, and writing a tree into a new
+//!   generation of an output folder, linking what did not change.
 //!
 //! Dependencies point one way: `content` -> `oci`, `json`; `tree` -> `oci` (`content`'s tests
 //! build layouts with `tree`). This crate has no HTTP

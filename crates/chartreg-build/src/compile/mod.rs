@@ -87,6 +87,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The binary could not be put in place: the one there is as it was.
+    #[error("installing the server: {0}")]
+    Install(crate::durable::Error),
 }
 
 /// What to compile, from what, and where to.
@@ -228,32 +231,50 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
     })
 }
 
-/// Copies `from` beside `to` and renames it over `to`, executable.
+/// Copies `from` beside `to` (`.<name>.build-new`), fsyncs it, and renames it over `to`,
+/// executable, then fsyncs the folder: a running `to` keeps running the file it started from,
+/// and `to` is the old binary or the new one, never a part, whatever stops this. The folder is
+/// locked while it is written (`crate::durable::Held`); a staged copy a killed run left is
+/// replaced.
 fn install(from: &Path, to: &Path) -> Result<(), Error> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| Error::Io { path, source }
     };
-    let folder = to.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(folder) = folder {
-        std::fs::create_dir_all(folder).map_err(io(folder))?;
-    }
+    let folder = match to.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&folder).map_err(io(&folder))?;
+    let _held = crate::durable::Held::folder(&folder).map_err(Error::Install)?;
     let name = to
         .file_name()
         .map_or_else(|| "chartreg".into(), |n| n.to_string_lossy().into_owned());
-    let staged = folder
-        .unwrap_or(Path::new("."))
-        .join(format!(".{name}.{}.new", std::process::id()));
-    std::fs::copy(from, &staged).map_err(io(from))?;
-    let done = std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755))
-        .and_then(|()| std::fs::rename(&staged, to));
-    if let Err(source) = done {
+    let staged = folder.join(format!(".{name}.build-new"));
+    let copied = (|| {
+        if std::fs::symlink_metadata(&staged).is_ok() {
+            std::fs::remove_file(&staged)?;
+        }
+        let mut source = std::fs::File::open(from)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o755)
+            .open(&staged)?;
+        std::io::copy(&mut source, &mut file)?;
+        file.flush()?;
+        file.sync_all()?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::rename(&staged, to)
+    })();
+    if let Err(source) = copied {
         let _ = std::fs::remove_file(&staged);
         return Err(Error::Io {
             path: to.to_owned(),
             source,
         });
     }
-    Ok(())
+    crate::durable::sync_dir(&folder).map_err(Error::Install)
 }

@@ -35,6 +35,22 @@ pub enum Error {
     ChartImages(Box<crate::chart_images::Error>),
     #[error("fetch: {0}")]
     Policy(Box<super::verify::Error>),
+    #[error(
+        "fetch: --images-out is no longer taken: image layouts go into the fetched folder, {}/images (give --out DIR; see docs/content.md, \"Fetching from upstream\")",
+        .0.display()
+    )]
+    ImagesOut(PathBuf),
+    #[error(
+        "fetch: --lock {} is the lock of the fetched folder {}, not of --out {}: give one of them",
+        lock.display(),
+        folder.display(),
+        out.display()
+    )]
+    LockElsewhere {
+        lock: PathBuf,
+        folder: PathBuf,
+        out: PathBuf,
+    },
 }
 
 impl From<crate::lock::Error> for Error {
@@ -58,14 +74,18 @@ pub struct FetchArgs {
     /// mindthegap's images file: registries, their images and tags.
     #[arg(long, value_name = "FILE")]
     pub images_file: Option<PathBuf>,
-    /// Folder the chart packages are written into.
-    #[arg(long, value_name = "DIR", default_value = "charts")]
-    pub out: PathBuf,
-    /// Folder the image layouts are written into (`<DIR>/<registry>/<repository>`).
-    #[arg(long, value_name = "DIR", default_value = "images")]
-    pub images_out: PathBuf,
-    /// The lock file [default: chartreg.lock beside the charts file, else the images file].
-    /// Given alone, the lists are the ones it was made from.
+    /// The fetched folder, which each run replaces whole: the lock (`DIR/chartreg.lock`), the
+    /// chart packages (`DIR/charts/`) and the image layouts
+    /// (`DIR/images/<registry>/<repository>`) [default: fetched].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// No longer taken: image layouts go into the fetched folder's `images/` (`--out`).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub images_out: Option<PathBuf>,
+    /// The lock: a fetched folder's (`DIR/chartreg.lock`: that folder is the one written), or
+    /// one an earlier chartreg-build wrote beside the lists, whose files this run moves into
+    /// the fetched folder [default: DIR/chartreg.lock]. Given alone, the lists are the ones it
+    /// was made from.
     #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// Take exactly what the lock pins: fail, naming each entry, if a source now serves other
@@ -112,14 +132,80 @@ pub struct FetchArgs {
     pub config: Option<PathBuf>,
 }
 
+/// The fetched folder and the lock a run starts from: `--lock`, `--out`, or, when neither
+/// names a lock there is, the one an earlier chartreg-build wrote beside the lists (moved).
+struct Places {
+    dir: PathBuf,
+    /// The lock the run reads its lists and pins from.
+    lock: PathBuf,
+    /// That lock, when it is an earlier chartreg-build's (its files are moved).
+    moving_from: Option<PathBuf>,
+}
+
+fn places(args: &FetchArgs, given: Option<&PathBuf>) -> Result<Places, Error> {
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+    if args.images_out.is_some() {
+        return Err(Error::ImagesOut(out));
+    }
+    let folder_of = |lock: &Path| match lock.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    if let Some(lock) = &args.lock {
+        if super::is_fetch_folder_lock(lock) {
+            let dir = folder_of(lock);
+            if let Some(out) = &args.out {
+                let real = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+                if real(out) != real(&dir) {
+                    return Err(Error::LockElsewhere {
+                        lock: lock.clone(),
+                        folder: dir,
+                        out: out.clone(),
+                    });
+                }
+            }
+            return Ok(Places {
+                dir,
+                lock: lock.clone(),
+                moving_from: None,
+            });
+        }
+        return Ok(Places {
+            dir: out,
+            lock: lock.clone(),
+            moving_from: Some(lock.clone()),
+        });
+    }
+    let lock = out.join(super::LOCK_FILE);
+    // An earlier chartreg-build's lock beside the lists, while the folder has none.
+    let earlier = given
+        .map(|list| folder_of(list).join(super::LOCK_FILE))
+        .filter(|old| !lock.exists() && old.is_file() && !super::is_fetch_folder_lock(old));
+    Ok(match earlier {
+        Some(old) => Places {
+            dir: out,
+            lock: old.clone(),
+            moving_from: Some(old),
+        },
+        None => Places {
+            dir: out,
+            lock,
+            moving_from: None,
+        },
+    })
+}
+
+/// The fetched folder when `--out` does not name one.
+pub const DEFAULT_DIR: &str = "fetched";
+
 /// Runs `chartreg-build fetch` with `args`.
 pub fn run(args: &FetchArgs) -> Result<(), Error> {
     let given = args.helm_charts_file.as_ref().or(args.images_file.as_ref());
-    let lock = match (&args.lock, given) {
-        (Some(lock), _) => lock.clone(),
-        (None, Some(list)) => list.parent().unwrap_or(Path::new("")).join("chartreg.lock"),
-        (None, None) => return Err(Error::NoLists),
-    };
+    if given.is_none() && args.lock.is_none() && args.out.is_none() {
+        return Err(Error::NoLists);
+    }
+    let places = places(args, given)?;
+    let lock = places.lock.clone();
     let mut values = crate::chart_images::command::by_chart(&args.values);
     let mut with_chart_images = args.with_chart_images;
     let recorded = if given.is_none() || args.locked {
@@ -187,9 +273,8 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
     let options = Options {
         charts_file,
         images_file,
-        out: args.out.clone(),
-        images_out: args.images_out.clone(),
-        lock,
+        dir: places.dir,
+        moving_from: places.moving_from,
         locked: args.locked,
         platforms: args.platforms.clone(),
         referrers: !args.no_referrers,
@@ -200,6 +285,7 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         parallel: args.parallel,
         chart_images,
         verify,
+        staging: PathBuf::new(),
     };
     let fetched = super::fetch(&options);
     let notes = options
@@ -211,6 +297,17 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
         crate::output::warn(warning);
     }
     let report = fetched?;
+    if let Some((old, _)) = &report.moved {
+        crate::output::print_line(format_args!(
+            "moved what {} pinned into {}: its lock is now {} (name it as `lock:` in the content file)",
+            old.display(),
+            options.dir.display(),
+            options.lock_file().display()
+        ));
+    }
+    for warning in report.moved.iter().flat_map(|(_, warnings)| warnings) {
+        crate::output::warn(warning);
+    }
     let lock_state = if options.locked {
         "matches"
     } else if report.changes.is_empty() {
@@ -218,11 +315,16 @@ pub fn run(args: &FetchArgs) -> Result<(), Error> {
     } else {
         "updated"
     };
+    let folder_state = match report.committed {
+        crate::durable::Committed::Written => "wrote",
+        crate::durable::Committed::Unchanged => "unchanged:",
+    };
     let summary = format!(
-        "fetched {} charts, {} images; lock {lock_state} {}",
+        "fetched {} charts, {} images; lock {lock_state} {}; {folder_state} {}",
         report.charts,
         report.images,
-        options.lock.display()
+        options.lock_file().display(),
+        options.dir.display()
     );
     crate::output::print_line(summary);
     for change in &report.changes {

@@ -48,6 +48,15 @@ pub enum FetchError {
         one_line(second)
     )]
     ServedTwice { first: String, second: String },
+    /// The fetched folder holds something no fetch wrote.
+    #[error(
+        "{}: holds `{name}`, which fetch did not write: fetch replaces this folder whole (its lock, charts/ and images/); move `{name}` out, or give --out a folder of its own",
+        dir.display()
+    )]
+    NotFetched { dir: PathBuf, name: String },
+    /// The fetched folder could not be replaced (or the run was stopped): it is as it was.
+    #[error("{0}")]
+    Folder(crate::durable::Error),
 }
 
 impl From<crate::lock::Error> for FetchError {

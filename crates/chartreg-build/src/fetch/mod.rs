@@ -34,6 +34,7 @@ mod chart_images;
 mod charts;
 pub mod command;
 mod failed;
+mod folder;
 mod helm_repo;
 mod images;
 pub mod lists;
@@ -52,14 +53,17 @@ use std::path::Path;
 pub use crate::lock::{Lock, LockedChart, LockedImage};
 pub use failed::{Entry, Failed, FetchError, Unlocked};
 use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
-pub use options::{Options, Report, WithChartImages};
+pub use folder::is_fetch_folder_lock;
+pub use options::{CHARTS, IMAGES, LOCK_FILE, Options, Report, WithChartImages};
 pub use problem::{Failure, Problem};
 pub use transport::{CaFileError, Transport};
 pub use verify::Verifier;
 
 use options::Lists;
 
-/// Runs the fetch `options` describe.
+/// Runs the fetch `options` describe: fills a new fetched folder beside `options.dir`, and
+/// puts it in place whole once every entry is fetched and checked (see `folder`); any failure,
+/// or a stop asked for by a signal, leaves the folder as it was.
 pub fn fetch(options: &Options) -> Result<Report, FetchError> {
     // One crypto provider for rustls, chosen here (two in the tree would make it panic).
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -67,10 +71,67 @@ pub fn fetch(options: &Options) -> Result<Report, FetchError> {
         .enable_all()
         .build()
         .map_err(FetchError::Start)?;
-    runtime.block_on(run(options))
+    runtime.block_on(async {
+        tokio::select! {
+            done = run(options) => done,
+            stopped = crate::durable::stop::asked() => {
+                Err(FetchError::Folder(crate::durable::Error::Stopped(stopped)))
+            }
+        }
+    })
 }
 
 async fn run(options: &Options) -> Result<Report, FetchError> {
+    folder::check(&options.dir)?;
+    let generation =
+        crate::durable::Generation::begin(&options.dir, "fetch").map_err(FetchError::Folder)?;
+    let options = &Options {
+        staging: generation.path().to_owned(),
+        ..options.clone()
+    };
+    let (previous, moving) = match &options.moving_from {
+        Some(old_path) => {
+            let old = Lock::read(old_path)?;
+            let moved = old.as_ref().map(|old| folder::moved(old, old_path, &options.lock()));
+            (moved, old.map(|old| (old_path.as_path(), old)))
+        }
+        None => (Lock::read(&options.lock_file())?, None),
+    };
+    folder::seed(
+        &options.dir,
+        moving.as_ref().map(|(path, lock)| (*path, lock)),
+        generation.path(),
+    )?;
+    let lock = fetch_into(options, previous.as_ref()).await?;
+    let lock = match lock {
+        Some(lock) => lock,
+        // --locked, and everything matched: the lock stays (moved, when moving).
+        None => previous
+            .clone()
+            .ok_or_else(|| FetchError::NoLock(options.lock_file()))?,
+    };
+    folder::prune(generation.path(), &lock)?;
+    write_lock(&options.lock(), &lock)?;
+    let changes = lock.changes(previous.as_ref().unwrap_or(&Lock::new()));
+    let committed = generation.commit().map_err(FetchError::Folder)?;
+    let moved = moving.as_ref().map(|(old_path, old)| {
+        (
+            old_path.to_path_buf(),
+            folder::finish_move(old_path, old, &options.dir),
+        )
+    });
+    Ok(Report {
+        charts: lock.charts.len(),
+        images: lock.images.len(),
+        changes,
+        committed,
+        moved,
+    })
+}
+
+/// Fetches what the lists ask into the new folder: the lock that records it, or `None` with
+/// `--locked` when everything matched the lock (`previous`).
+async fn fetch_into(options: &Options, previous: Option<&Lock>) -> Result<Option<Lock>, FetchError> {
     let charts_file = match &options.charts_file {
         Some(path) => ChartsFile::read(path)?,
         None => ChartsFile::default(),
@@ -84,10 +145,9 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         Some(path) => lists::image_sources(&images_file, path)?,
         None => Vec::new(),
     };
-    let previous = Lock::read(&options.lock)?;
     if options.locked {
-        let Some(previous) = &previous else {
-            return Err(FetchError::NoLock(options.lock.clone()));
+        let Some(previous) = previous else {
+            return Err(FetchError::NoLock(options.lock_file()));
         };
         let mut asked = image_sources.clone();
         if options.chart_images.is_some() {
@@ -115,7 +175,7 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         }),
         policy: options.verify.as_ref().map(|v| options.recorded(&v.config)),
     };
-    let pinned = previous.as_ref().filter(|_| options.locked);
+    let pinned = previous.filter(|_| options.locked);
     let lists = Lists {
         charts_file: &charts_file,
         images_file: &images_file,
@@ -153,19 +213,11 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
         failures.sort_by_cached_key(ToString::to_string);
         return Err(FetchError::Entries(failures));
     }
-    let report = Report {
-        charts: lock.charts.len(),
-        images: lock.images.len(),
-        changes: previous
-            .as_ref()
-            .map_or_else(|| lock.changes(&Lock::new()), |before| lock.changes(before)),
-    };
     if options.locked {
-        // Everything matched the lock: nothing to write.
-        return Ok(report);
+        // Everything matched the lock: it stays as it is.
+        return Ok(None);
     }
-    write_lock(&options.lock, &lock)?;
-    Ok(report)
+    Ok(Some(lock))
 }
 
 /// With `--locked`: the lists must ask for exactly what the lock holds.
@@ -201,13 +253,13 @@ fn check_lists(
     }
 }
 
-/// Writes the lock through a temporary file.
+/// Writes the lock into the new folder (through a temporary file: the lock there may be the
+/// current folder's, linked, which must not change).
 fn write_lock(path: &Path, lock: &Lock) -> Result<(), FetchError> {
     let text = lock.to_text().map_err(|source| FetchError::LockText {
         path: path.to_owned(),
         source,
     })?;
-    // A lock that cannot be read back is written again.
     if std::fs::read_to_string(path).ok().as_deref() == Some(text.as_str()) {
         return Ok(());
     }

@@ -181,9 +181,6 @@ pub enum Problem {
     Signatures {
         source: Arc<crate::verify::LayoutError>,
     },
-    /// A complete layout could not be renamed into place.
-    #[error(transparent)]
-    SwapIn(Arc<chartreg_core::tree::WriteError>),
     /// The index lists the chart without a URL to fetch it from.
     #[error("the index lists no URL for it")]
     NoUrlListed,

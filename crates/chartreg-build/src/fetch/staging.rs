@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use chartreg_core::oci::gojson;
 use chartreg_core::oci::layout::{
@@ -173,10 +172,13 @@ impl Staging {
         Ok(Staging { path })
     }
 
-    /// Renames the complete layout into `dir`, replacing what was there.
+    /// Renames the complete layout into `dir`, replacing what was there: both lie in the
+    /// run's new fetched folder, which only the run sees until it is put in place whole.
     pub(super) fn swap_in(self, dir: &Path) -> Result<(), Problem> {
-        chartreg_core::tree::swap_in(&self.path, dir, &sibling(dir, "fetch-old"))
-            .map_err(|e| Problem::SwapIn(Arc::new(e)))
+        if std::fs::symlink_metadata(dir).is_ok() {
+            std::fs::remove_dir_all(dir).map_err(|e| Problem::file(dir, e))?;
+        }
+        std::fs::rename(&self.path, dir).map_err(|e| Problem::file(dir, e))
     }
 }
 

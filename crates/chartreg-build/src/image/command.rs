@@ -19,7 +19,6 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use chartreg_core::oci::{Digest, Tag, TagError};
@@ -124,8 +123,11 @@ pub enum RunError {
     Sign(#[from] super::sign::SignError),
     #[error("the default tag: {0}")]
     DefaultTag(#[from] TagError),
-    #[error("the tag file {}: {source}", path.display())]
-    TagFile { path: PathBuf, source: io::Error },
+    #[error("the tag file: {source}")]
+    TagFile {
+        path: PathBuf,
+        source: crate::durable::Error,
+    },
 }
 
 /// Why a `--binary` value is not `[OS/ARCH[/VARIANT]=]FILE`.
@@ -305,9 +307,11 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
 }
 
 fn write_tag_file(path: &Path, tag: &Tag) -> Result<(), RunError> {
-    std::fs::write(path, format!("{tag}\n")).map_err(|source| RunError::TagFile {
-        path: path.to_owned(),
-        source,
+    crate::durable::replace_file(path, format!("{tag}\n").as_bytes()).map_err(|source| {
+        RunError::TagFile {
+            path: path.to_owned(),
+            source,
+        }
     })
 }
 

@@ -13,8 +13,9 @@
 //!    oras and the registries' referrers API find it). With a signer, a cosign signature of
 //!    that entry ([`sign`](super::sign)): tagged `sha256-<hex>.sig`, and as a referrer.
 //! 4. [`Output::write`] puts the tree into place with the core's writer: left alone when `OUT`
-//!    already holds exactly it; otherwise staged beside `OUT` and renamed in, so that a failure
-//!    leaves the layout that was there.
+//!    already holds exactly it; otherwise written beside `OUT` and exchanged with it in one
+//!    rename (`crate::durable::Generation`), so that a failure or a kill leaves the layout that
+//!    was there, and a reader sees the old layout or the new one.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use chartreg_core::oci::{Tag, media_type};
 use chartreg_core::tree::{self, Entry, LayoutBuilder, Outcome, Tree};
 
 use super::Error;
+use crate::durable::{Committed, Generation};
 use super::base::BaseImage;
 use super::config::ImageConfig;
 use super::layer::Layer;
@@ -98,7 +100,12 @@ impl Output {
 
     /// Writes `tree` (from [`assemble`]) into place (see the module doc, step 4).
     pub fn write(&self, tree: &Tree) -> Result<Outcome, Error> {
-        Ok(tree::replace(tree, &self.parent, &self.leaf)?)
+        let generation = Generation::begin(&self.parent.join(&self.leaf), "image")?;
+        tree::write_into(tree, &self.parent, &self.leaf, generation.path())?;
+        Ok(match generation.commit()? {
+            Committed::Written => Outcome::Written,
+            Committed::Unchanged => Outcome::Unchanged,
+        })
     }
 
     /// The name of the layout's folder in the tree.

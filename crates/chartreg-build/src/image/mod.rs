@@ -165,6 +165,9 @@ pub enum Error {
     Write(#[from] WriteError),
     #[error(transparent)]
     Unwritable(#[from] Unwritable),
+    /// The layout could not be put in place (or the run was stopped): `OUT` is as it was.
+    #[error(transparent)]
+    Durable(#[from] crate::durable::Error),
 }
 
 /// `seconds` since the epoch, as RFC 3339 in UTC (`1970-01-01T00:00:00Z`).

@@ -2,7 +2,7 @@
 //! out, digests unchanged.
 //!
 //! 1. Each bundle is streamed once ([`storage::read`]): blobs go straight into a staging
-//!    folder inside the output folder (their sha256 checked on the way), link files become
+//!    folder inside the new output folder (their sha256 checked on the way), link files become
 //!    each repository's tags and revisions. Nothing is extracted twice. An image the bundle's
 //!    `images.yaml` lists under one registry is named in that registry's namespace
 //!    (`quay.io/jetstack/...`, module `listed`), as `fetch` and `pack` name it.
@@ -12,10 +12,15 @@
 //!    pullable by digest, when it holds the same layers, and is an error naming both bundles
 //!    when it does not. Untagged revisions that are referrers (they have a `subject`) come
 //!    along; other untagged revisions (overwritten pushes) do not.
-//! 3. Each repository is written as a layout ([`chartreg_core::tree::replace`]), its blobs
+//! 3. Each repository is written as a layout ([`chartreg_core::tree::write_into`]), its blobs
 //!    hard-linked from the staging folder (so a bundle needs its own size on disk once, not
 //!    twice), and listed in the output folder's record as imported (`pack::imported`), which
 //!    is how `pack` keeps it and merges charts packed into the same repository with it.
+//!
+//! The output folder is replaced whole (`crate::durable::Generation`): the staging folder lies
+//! inside the new folder while it is filled, what the run does not write is linked from the
+//! current folder, and the new folder is swapped in once every repository and the record are
+//! written. A failed or interrupted import leaves the output folder as it was.
 
 pub mod command;
 mod listed;
@@ -34,8 +39,8 @@ use crate::pack::imported::{self, Imported};
 use crate::pack::{Owner, Record, RecordError};
 use storage::{Bundle, Staging};
 
-/// The staging folder's name inside the output folder (on its file system, for hard links).
-const STAGING: &str = ".chartreg-import";
+use crate::durable::{self, Generation};
+use crate::pack::IMPORT_STAGING as STAGING;
 
 /// Why an import failed; nothing of a failed import's repositories was changed.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +67,9 @@ pub enum ImportError {
     Output { path: PathBuf, source: io::Error },
     #[error("{}: {source}", out.display())]
     Record { out: PathBuf, source: RecordError },
+    /// The output folder could not be replaced (or the run was stopped): it is as it was.
+    #[error("{0}")]
+    Durable(#[from] durable::Error),
 }
 
 /// Why one repository could not be imported.
@@ -146,8 +154,8 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
         out: out.clone(),
         source,
     };
-    std::fs::create_dir_all(out).map_err(output_error)?;
-    let mut staging = Staging::new(out.join(STAGING)).map_err(output_error)?;
+    let generation = Generation::begin(out, "import")?;
+    let mut staging = Staging::new(generation.path().join(STAGING)).map_err(output_error)?;
     let mut bundles = Vec::new();
     for path in &options.bundles {
         bundles.push(storage::read(path, &mut staging)?);
@@ -169,7 +177,18 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
             });
         }
     }
+    // What this run does not write is taken over as it is: pack's repositories, other imports.
+    let written_here = |path: &str| {
+        crate::pack::leftover(path)
+            || [crate::pack::RECORD_FILE, crate::pack::GITIGNORE_FILE].contains(&path)
+            || merged.keys().any(|name| {
+                path.strip_prefix(name.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+    };
+    durable::link_tree(out, generation.path(), &written_here)?;
     for (name, merging) in &merged {
+        durable::stop::check().map_err(durable::Error::from)?;
         let name = name.as_str();
         let repository_error = |why: RepositoryProblem| ImportError::Repository {
             repository: name.to_owned(),
@@ -198,7 +217,7 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
         }
         let tree = imported::layout_tree(name, &manifests, files, true)
             .map_err(|e| repository_error(RepositoryProblem::Untagged(e)))?;
-        match tree::replace(&tree, out, name)
+        match tree::write_into(&tree, out, name, &generation.path().join(name))
             .map_err(|e| repository_error(RepositoryProblem::Write(e)))?
         {
             Outcome::Written => report.written.push(name.to_owned()),
@@ -220,9 +239,11 @@ pub fn import(options: &Options) -> Result<Report, ImportError> {
                 manifests,
             },
         );
-        // Written after each repository, so that a later failure leaves none unrecorded.
-        record.save(out).map_err(record_error)?;
     }
+    record.save(generation.path()).map_err(record_error)?;
+    // The blobs are linked into the repositories: the staging folder is no part of the output.
+    drop(staging);
+    generation.commit()?;
     Ok(report)
 }
 

@@ -163,7 +163,7 @@ pub fn run(args: &PackArgs) -> Result<(), Error> {
     }
     let report = super::pack(&request)?;
     warn(&report);
-    let what = match report.outcome() {
+    let what = match report.outcome {
         chartreg_core::tree::Outcome::Written => "wrote",
         chartreg_core::tree::Outcome::Unchanged => "unchanged:",
     };

@@ -9,11 +9,13 @@
 //!    - OCI image layouts (`--layout DIR=REPOSITORY[:TAG]`: `image_layout`).
 //! 2. [`build`] lays every input out: one [`Tree`] per repository (layout documents in
 //!    memory, blobs by reference to the input files: path, size, digest, never their bytes).
-//! 3. [`pack`] checks who owns what in the output folder (`owned`), then swaps each
-//!    repository's folder for its tree ([`chartreg_core::tree::replace`]: blobs streamed into
-//!    place with their digests checked again, an unchanged repository left untouched), removes
-//!    the chart repositories it no longer has inputs for, and writes down what it wrote.
-//!    [`check`] does the same comparisons and writes nothing.
+//! 3. [`pack`] checks who owns what in the output folder (`owned`), then makes the new output
+//!    folder beside it (`crate::durable::Generation`): each repository's tree
+//!    ([`chartreg_core::tree::write_into`]: blobs streamed with their digests checked again, an
+//!    unchanged repository linked from the current folder), what it does not own linked as it
+//!    is, the chart repositories it no longer has inputs for left out, and the bookkeeping files
+//!    beside them; then swaps the new folder in at one commit point. [`check`] does the same
+//!    comparisons and writes nothing; what an interrupted run left is a difference.
 //! 4. With the content file's `images:` section, the images the charts need are found once
 //!    (`closure`), checked against what is packed when `images.closure` asks, and written down
 //!    beside the repositories (`images_file`), for the server to show. With its `verify:`
@@ -50,6 +52,7 @@ use chartreg_core::oci::{Namespace, RepositoryName};
 use chartreg_core::tree::{self, Outcome, Tree};
 
 use crate::chart::Chart;
+use crate::durable::{self, Generation};
 
 // What fetch and lock take of chart reading and layout specs through pack.
 pub use crate::chart::{MAX_DECOMPRESSED, name as chart_name};
@@ -57,7 +60,7 @@ pub use crate::layout_spec::{LayoutSpec, LayoutSpecError};
 pub use chart_package::{ChartPackage, Layer};
 pub use image_layout::ImageLayout;
 pub use origins_file::Downloaded;
-pub use owned::{GITIGNORE_FILE, Owner, RECORD_FILE, Record, RecordError};
+pub use owned::{GITIGNORE_FILE, IMPORT_STAGING, Owner, RECORD_FILE, Record, RecordError, leftover};
 pub use problem::{PackError, Problem};
 pub(crate) use problem::{at, io_at};
 
@@ -258,22 +261,20 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// The charts and images whose signatures verified, and by whom.
     pub verified: Vec<String>,
+    /// Whether the output folder was replaced (a repository, a bookkeeping file, or what an
+    /// interrupted run left, changed) or left as it was.
+    pub outcome: Outcome,
 }
 
-impl Report {
-    pub fn outcome(&self) -> Outcome {
-        if self.written.is_empty() && self.removed.is_empty() {
-            Outcome::Unchanged
-        } else {
-            Outcome::Written
-        }
-    }
-}
-
-/// `chartreg-build pack`: reads and lays out the inputs, then writes the output folder.
+/// `chartreg-build pack`: reads and lays out the inputs, then replaces the output folder whole
+/// (see `durable`): what stays is linked from the current folder, the rest written beside it,
+/// and the new folder swapped in at one commit point; a refusal or a failure leaves the folder
+/// as it was.
 pub fn pack(request: &Request) -> Result<Report, PackError> {
-    let plan = plan(request)?;
     let out = &request.out;
+    let generation = Generation::begin(out, RUN).map_err(at(out))?;
+    let plan = plan(request)?;
+    let staging = generation.path();
     let write_error = |e: tree::WriteError| match e {
         // The input's file, not the output, is what is wrong.
         tree::WriteError::Changed {
@@ -292,29 +293,88 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
         unchanged: 0,
         warnings: plan.packed.warnings.clone(),
         verified: plan.packed.verified.clone(),
+        outcome: Outcome::Unchanged,
     };
-    let trees = plan
+    let kept = bookkeeping(&plan).map_err(|e| at(out)(Problem::Record(e)))?;
+    // What this run writes or removes; everything else in the folder (hand-placed layouts,
+    // imported repositories) is taken over as it is.
+    let trees: Vec<(&String, &Tree)> = plan
         .packed
         .repositories
         .iter()
-        .map(|(name, (_, tree))| (name, tree));
-    for (name, tree) in trees.chain(plan.restores.iter().map(|(name, tree)| (name, tree))) {
-        match tree::replace(tree, out, name).map_err(write_error)? {
+        .map(|(name, (_, tree))| (name, tree))
+        .chain(plan.restores.iter().map(|(name, tree)| (name, tree)))
+        .collect();
+    let ours: Vec<&str> = trees
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .chain(plan.removals.iter().map(String::as_str))
+        .chain(kept.iter().map(|(file, _)| *file))
+        .collect();
+    let written_here =
+        |path: &str| ours.iter().any(|name| within(path, name)) || owned::leftover(path);
+    durable::link_tree(out, staging, &written_here).map_err(at(out))?;
+    for (name, tree) in trees {
+        durable::stop::check().map_err(|e| at(out)(durable::Error::from(e)))?;
+        match tree::write_into(tree, out, name, &staging.join(name)).map_err(write_error)? {
             Outcome::Written => report.written.push(name.clone()),
             Outcome::Unchanged => report.unchanged += 1,
         }
     }
     for name in &plan.removals {
-        let folder = out.join(name);
-        if folder.exists() {
-            fs::remove_dir_all(&folder).map_err(io_at(&folder))?;
+        if out.join(name).exists() {
             report.removed.push(name.clone());
         }
     }
-    for (file, data) in bookkeeping(&plan).map_err(|e| at(out)(Problem::Record(e)))? {
-        owned::keep(out, file, data.as_deref()).map_err(|e| at(out)(Problem::Record(e)))?;
+    for (file, data) in &kept {
+        if let Some(data) = data {
+            let path = staging.join(file);
+            fs::write(&path, data).map_err(io_at(&path))?;
+        }
     }
+    report.outcome = match generation.commit().map_err(at(out))? {
+        durable::Committed::Written => Outcome::Written,
+        durable::Committed::Unchanged => Outcome::Unchanged,
+    };
     Ok(report)
+}
+
+/// What a run of `pack` is called beside its output folder (`.assets.pack-new`).
+const RUN: &str = "pack";
+
+/// Whether `path` (relative to the output folder, `/`-separated) is `name` or lies inside it.
+fn within(path: &str, name: &str) -> bool {
+    path.strip_prefix(name)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// What an interrupted run left in or beside the output folder `out`, by name.
+fn leftovers(out: &Path) -> Vec<String> {
+    let mut found: Vec<String> = durable::leftovers(out, RUN)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut pending = vec![(out.to_owned(), String::new())];
+    while let Some((dir, prefix)) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let relative = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if owned::leftover(&relative) {
+                found.push(relative);
+            } else if entry.file_type().is_ok_and(|t| t.is_dir()) && !relative.ends_with("blobs") {
+                pending.push((entry.path(), relative));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 /// Whether the output folder already holds what `pack` would write of what is committed: the
@@ -341,6 +401,9 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
             stale.push(format!("{name} (imported only now)"));
         }
     }
+    for left in leftovers(out) {
+        stale.push(format!("{left} (left by an interrupted run; pack removes it)"));
+    }
     for (file, data) in bookkeeping(&plan).map_err(|e| at(out)(Problem::Record(e)))? {
         let present = fs::read(out.join(file)).ok();
         if present != data {
@@ -365,5 +428,6 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
         unchanged: plan.packed.repositories.len(),
         warnings: plan.packed.warnings,
         verified: plan.packed.verified,
+        outcome: Outcome::Unchanged,
     })
 }

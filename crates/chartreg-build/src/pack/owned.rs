@@ -144,6 +144,21 @@ pub fn keep(out: &Path, file: &str, data: Option<&[u8]>) -> Result<(), RecordErr
     Ok(())
 }
 
+/// Whether `path` (relative to the output folder, `/`-separated) is what an interrupted run of
+/// an earlier chartreg-build left inside it: a repository's staging or old folder
+/// (`.<name>.pack-new`, `.<name>.pack-old`), a bookkeeping file's staged copy (`.<file>.new`),
+/// `import-bundle`'s blob staging (`.chartreg-import`). A run leaves them out of the new
+/// folder; `pack --check` names them.
+pub fn leftover(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name == IMPORT_STAGING
+        || (name.starts_with('.')
+            && (name.ends_with(".pack-new") || name.ends_with(".pack-old") || name.ends_with(".new")))
+}
+
+/// `import-bundle`'s blob staging folder, inside the new output folder while it is filled.
+pub const IMPORT_STAGING: &str = ".chartreg-import";
+
 /// The repositories (folders holding an `oci-layout`) under `<out>/<prefix>`, by name.
 pub fn layouts_under(out: &Path, prefix: &str) -> Vec<String> {
     let mut found = Vec::new();

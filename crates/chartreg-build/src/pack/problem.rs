@@ -219,6 +219,9 @@ pub enum Problem {
     Nested { inner: String, outer: String },
     #[error("{0}")]
     Record(#[from] super::owned::RecordError),
+    /// The output folder could not be replaced (or the run was stopped): it is as it was.
+    #[error("{0}")]
+    Output(#[from] crate::durable::Error),
     #[error("out of date, run `make assets` and commit the result: {}", .0.join(", "))]
     Stale(Vec<String>),
 }

@@ -3,14 +3,15 @@
 //! A [`Tree`] maps paths (relative, `/`-separated) to [`Entry`]s: layout documents held in
 //! memory (`index.json`, manifests, configs: small), and blobs held by reference to the file
 //! that has them ([`BlobFile`]: path, size, digest; never their bytes, since an image layer can
-//! be GiBs). The build tool's inputs produce trees; [`replace`] writes one:
+//! be GiBs). The build tool's inputs produce trees; [`write_into`] writes one into a new
+//! generation of an output folder (the build tool swaps the whole folder in at once):
 //!
-//! 1. If the target folder already holds exactly the tree (same paths; same bytes for
-//!    documents; same size and sha256 for blobs), nothing is written: [`Outcome::Unchanged`].
-//! 2. Otherwise the tree is written into a staging folder beside the target, blobs streamed
-//!    from their files while their sha256 is checked again (a source that changed since it was
-//!    read is an error naming it, never a wrong blob), and the staging folder is renamed into
-//!    place; any error leaves the previous folder as it was.
+//! 1. If the current folder already holds exactly the tree (same paths; same bytes for
+//!    documents; same size and sha256 for blobs), its files are linked into the new one:
+//!    [`Outcome::Unchanged`].
+//! 2. Otherwise the tree is written there, blobs streamed from their files while their sha256
+//!    is checked again (a source that changed since it was read is an error naming it, never a
+//!    wrong blob).
 //!
 //! [`read_dir`] and [`load`] give in-memory [`Files`] for what must hold the bytes anyway
 //! (tests, in-process registries).
@@ -28,7 +29,7 @@ mod layout;
 mod write;
 
 pub use layout::LayoutBuilder;
-pub use write::{Outcome, WriteError, holds_tree as holds, replace, swap_in};
+pub use write::{Outcome, WriteError, holds_tree as holds, write_into};
 
 /// Paths (relative to the content root) and bytes of one or more layouts, in memory.
 pub type Files = BTreeMap<String, Vec<u8>>;

@@ -1,5 +1,6 @@
-//! Writing a tree into place: unchanged trees are left alone, changed ones are staged beside
-//! the target and renamed in, blobs streamed from their files with their digest checked again.
+//! Writing a tree into a new generation of an output folder: an unchanged tree is linked from
+//! the current folder, a changed one written, blobs streamed from their files with their
+//! digest checked again.
 
 use std::fs;
 use std::io::{self, Write};
@@ -31,61 +32,43 @@ pub enum WriteError {
     },
 }
 
-/// Replaces the folder `<out>/<prefix>` with `tree`, whose paths all start with `<prefix>/`,
-/// unless it already holds exactly that (see the module doc for how).
-pub fn replace(tree: &Tree, out: &Path, prefix: &str) -> Result<Outcome, WriteError> {
-    let target = out.join(prefix);
-    if holds(&target, out, tree)? {
+/// Writes `tree`, whose paths all start with `<prefix>/`, into the folder `dir` (the paths
+/// without the prefix), unless the folder `<current>/<prefix>` already holds exactly that:
+/// then its files are linked into `dir` instead ([`Outcome::Unchanged`]). `dir` is a new
+/// generation's folder (the build tool's `durable::Generation`), which replaces the whole
+/// output at once; nothing outside `dir` is written.
+pub fn write_into(
+    tree: &Tree,
+    current: &Path,
+    prefix: &str,
+    dir: &Path,
+) -> Result<Outcome, WriteError> {
+    let existing = current.join(prefix);
+    if holds(&existing, current, tree)? {
+        for (path, _) in tree {
+            let relative = relative_to(path, prefix);
+            let (from, to) = (existing.join(relative), dir.join(relative));
+            if let Some(folder) = to.parent() {
+                fs::create_dir_all(folder).map_err(io_at(folder))?;
+            }
+            if fs::hard_link(&from, &to).is_err() {
+                fs::copy(&from, &to).map_err(io_at(&to))?;
+            }
+        }
         return Ok(Outcome::Unchanged);
     }
-    let parent = target.parent().unwrap_or(out).to_owned();
-    let leaf = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let staging = parent.join(format!(".{leaf}.pack-new"));
-    let previous = parent.join(format!(".{leaf}.pack-old"));
-    for leftover in [&staging, &previous] {
-        if leftover.exists() {
-            fs::remove_dir_all(leftover).map_err(io_at(leftover))?;
-        }
+    fs::create_dir_all(dir).map_err(io_at(dir))?;
+    for (path, entry) in tree {
+        write_entry(entry, &dir.join(relative_to(path, prefix)))?;
     }
-    fs::create_dir_all(&staging).map_err(io_at(&staging))?;
-    let staged = tree.iter().try_for_each(|(path, entry)| {
-        let relative = path
-            .strip_prefix(prefix)
-            .and_then(|p| p.strip_prefix('/'))
-            .unwrap_or(path);
-        write_entry(entry, &staging.join(relative))
-    });
-    if let Err(e) = staged {
-        let _ = fs::remove_dir_all(&staging);
-        return Err(e);
-    }
-    swap_in(&staging, &target, &previous)?;
     Ok(Outcome::Written)
 }
 
-/// Puts the complete folder `staging` where `target` is: the old folder is renamed to
-/// `previous` (beside it), the staged one renamed in, the old one removed. A failure leaves
-/// the old folder in place; no reader ever sees a part of either.
-pub fn swap_in(staging: &Path, target: &Path, previous: &Path) -> Result<(), WriteError> {
-    if previous.exists() {
-        fs::remove_dir_all(previous).map_err(io_at(previous))?;
-    }
-    if target.exists() {
-        fs::rename(target, previous).map_err(io_at(target))?;
-    }
-    if let Err(e) = fs::rename(staging, target) {
-        if previous.exists() {
-            let _ = fs::rename(previous, target);
-        }
-        return Err(io_at(target)(e));
-    }
-    if previous.exists() {
-        fs::remove_dir_all(previous).map_err(io_at(previous))?;
-    }
-    Ok(())
+/// `path` without its leading `<prefix>/`.
+fn relative_to<'a>(path: &'a str, prefix: &str) -> &'a str {
+    path.strip_prefix(prefix)
+        .and_then(|p| p.strip_prefix('/'))
+        .unwrap_or(path)
 }
 
 /// Whether the folder `<out>/<prefix>` already holds exactly `tree` (whose paths all start
@@ -124,6 +107,11 @@ fn write_entry(entry: &Entry, file: &Path) -> Result<(), WriteError> {
     let blob = match entry {
         Entry::Bytes(data) => return fs::write(file, data).map_err(io_at(file)),
         Entry::Link(blob) if fs::hard_link(&blob.path, file).is_ok() => {
+            // A file staged by this run, and now one of the output's: durable before the
+            // output is committed (a file written here is made so at the commit).
+            fs::File::open(file)
+                .and_then(|f| f.sync_all())
+                .map_err(io_at(file))?;
             let (size, sha256) = hash_file(file).map_err(io_at(file))?;
             if size != blob.size || Some(sha256) != blob.digest.sha256() {
                 let _ = fs::remove_file(file);
@@ -166,6 +154,21 @@ fn io_at(path: &Path) -> impl Fn(io::Error) -> WriteError + '_ {
 mod tests {
     use super::*;
     use crate::tree::{BlobFile, load, read_dir};
+
+    /// What a run of the build tool does with `write_into`: a new `out` of only `prefix`'s
+    /// tree, in place of the old one once written (the old one stays when it fails).
+    fn replace(tree: &Tree, out: &Path, prefix: &str) -> Result<Outcome, WriteError> {
+        let staging = out.with_extension("new");
+        let _ = fs::remove_dir_all(&staging);
+        let written = write_into(tree, out, prefix, &staging.join(prefix));
+        if written.is_ok() {
+            let _ = fs::remove_dir_all(out);
+            fs::rename(&staging, out).unwrap();
+        } else {
+            fs::remove_dir_all(&staging).unwrap();
+        }
+        written
+    }
 
     fn blob_file(dir: &Path, name: &str, data: &[u8]) -> BlobFile {
         let path = dir.join(name);

@@ -61,8 +61,8 @@ pub(super) async fn fetch_all(
                         .iter()
                         .find_map(|pin| locked_images?.get(&key_of(pin)))
                         .map_or_else(
-                            || lists::layout_dir(&options.images_out, registry_host, repository),
-                            |l| crate::lock::resolved(&options.lock, &l.layout),
+                            || lists::layout_dir(&options.images_out(), registry_host, repository),
+                            |l| crate::lock::resolved(&options.lock(), &l.layout),
                         );
                     let pinned: BTreeMap<Pin, Pinned> = pins
                         .iter()
