@@ -160,7 +160,7 @@ fn the_images_file_lists_what_the_upstreams_hold() {
         return;
     };
     let work = tempfile::tempdir().expect("temp dir");
-    let lock = work.path().join("chartreg.lock");
+    let lock = work.path().join("fetched/chartreg.lock");
     let out = common::output_of(
         Command::new(common::chartreg_build_bin())
             .arg("fetch")

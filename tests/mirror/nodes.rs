@@ -31,7 +31,7 @@ impl Mirrored {
             Command::new(common::chartreg_build_bin())
                 .args(["fetch", "--images-file"])
                 .arg(&upstreams.images_file)
-                .args(["--lock", "chartreg.lock"])
+                .args(["--lock", "fetched/chartreg.lock"])
                 .current_dir(work.path()),
             "chartreg-build fetch",
         );
@@ -40,7 +40,7 @@ impl Mirrored {
         std::fs::write(
             &content,
             format!(
-                "lock: chartreg.lock\nlayouts:\n  - from: {}\n    repository: images/sample\n    namespace: \"{extra_namespace}\"\n",
+                "lock: fetched/chartreg.lock\nlayouts:\n  - from: {}\n    repository: images/sample\n    namespace: \"{extra_namespace}\"\n",
                 common::root().join("images/sample").display()
             ),
         )

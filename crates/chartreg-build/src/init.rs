@@ -41,8 +41,9 @@ charts:
 #     repository: my-org/my-app
 #     tag: v1.2.3            # optional: only this tag
 
-# What `chartreg-build fetch` took from upstream, pinned; packed with the rest, offline:
-# lock: chartreg.lock
+# What `chartreg-build fetch` took from upstream (its folder: the lock, charts/, images/),
+# pinned; packed with the rest, offline:
+# lock: fetched/chartreg.lock
 
 # The images the charts need (`chartreg-build images --config content.yaml` lists them):
 # images:
@@ -147,13 +148,14 @@ pub fn next_steps(dir: &Path) -> String {
     format!(
         "next:\n  \
          1. put chart packages (.tgz) or chart folders into {charts}, or take them from upstream:\n     \
-         chartreg-build fetch --helm-charts-file helm-charts.yaml --out {charts} (then `lock:` in content.yaml)\n  \
+         chartreg-build fetch --helm-charts-file helm-charts.yaml --out {fetched} (then `lock: fetched/chartreg.lock` in content.yaml)\n  \
          2. chartreg-build build --config {config} --out {bin}\n  \
          3. try it: {bin} serve --listen 127.0.0.1:5000, then helm pull oci://127.0.0.1:5000/charts/NAME --plain-http\n  \
          4. chartreg-build image --config {config} --out {image}, then skopeo copy oci:{image}:TAG docker://REGISTRY/chartreg:TAG\n  \
          5. helm install chartreg CHART -f {values} (CHART: share/chartreg/chart of the release archive)\n  \
          6. commit {config}, {values}, {charts} and {ignore}",
         charts = at("charts"),
+        fetched = at("fetched"),
         config = at("content.yaml"),
         bin = at("chartreg"),
         image = at("image"),

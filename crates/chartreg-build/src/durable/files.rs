@@ -91,7 +91,12 @@ pub fn replace_file(path: &Path, data: &[u8]) -> Result<(), Error> {
 #[derive(Debug)]
 enum Kind {
     Folder,
-    File { dev: u64, ino: u64, len: u64, path: PathBuf },
+    File {
+        dev: u64,
+        ino: u64,
+        len: u64,
+        path: PathBuf,
+    },
     Link(PathBuf),
 }
 
@@ -299,7 +304,13 @@ mod tests {
         link_tree(&a, &b, &|_| false).unwrap();
         put(&b, "sub/new", "new");
         let synced = sync_new_files(&b).unwrap();
-        assert_eq!(synced, Synced { files: 1, folders: 2 });
+        assert_eq!(
+            synced,
+            Synced {
+                files: 1,
+                folders: 2
+            }
+        );
     }
 
     #[test]

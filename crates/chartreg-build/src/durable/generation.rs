@@ -203,7 +203,9 @@ impl Generation {
             RenameFlags::EXCHANGE,
         ) {
             Ok(()) => Ok(()),
-            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS | rustix::io::Errno::OPNOTSUPP) => {
+            Err(
+                rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS | rustix::io::Errno::OPNOTSUPP,
+            ) => {
                 fs::rename(&self.target, &self.old).map_err(Error::io(&self.target))?;
                 if let Err(e) = fs::rename(&self.staging, &self.target) {
                     let _ = fs::rename(&self.old, &self.target);

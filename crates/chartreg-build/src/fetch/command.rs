@@ -51,6 +51,11 @@ pub enum Error {
         folder: PathBuf,
         out: PathBuf,
     },
+    #[error(
+        "fetch: --lock {}: no such lock, and no place for one: a lock lives in the fetched folder, beside charts/ and images/ and nothing else (give --lock DIR/chartreg.lock, or --out DIR)",
+        .0.display()
+    )]
+    NotFetchedLock(PathBuf),
 }
 
 impl From<crate::lock::Error> for Error {
@@ -143,7 +148,10 @@ struct Places {
 }
 
 fn places(args: &FetchArgs, given: Option<&PathBuf>) -> Result<Places, Error> {
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
     if args.images_out.is_some() {
         return Err(Error::ImagesOut(out));
     }
@@ -169,6 +177,9 @@ fn places(args: &FetchArgs, given: Option<&PathBuf>) -> Result<Places, Error> {
                 lock: lock.clone(),
                 moving_from: None,
             });
+        }
+        if !lock.is_file() {
+            return Err(Error::NotFetchedLock(lock.clone()));
         }
         return Ok(Places {
             dir: out,

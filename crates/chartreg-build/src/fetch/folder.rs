@@ -105,7 +105,12 @@ pub(super) fn moved(old: &Lock, old_path: &Path, new: &Path) -> Lock {
         }
     }
     for chart in lock.charts.values_mut() {
-        let name = chart.file.rsplit('/').next().unwrap_or(&chart.file).to_owned();
+        let name = chart
+            .file
+            .rsplit('/')
+            .next()
+            .unwrap_or(&chart.file)
+            .to_owned();
         chart.file = format!("{CHARTS}/{name}");
     }
     for (key, image) in &mut lock.images {
@@ -116,7 +121,11 @@ pub(super) fn moved(old: &Lock, old_path: &Path, new: &Path) -> Lock {
 
 /// Fills the new folder `staging` with what the run starts from (see the module doc, step
 /// 2): the current folder `dir`, or the files the lock at `moving` pins.
-pub(super) fn seed(dir: &Path, moving: Option<(&Path, &Lock)>, staging: &Path) -> Result<(), FetchError> {
+pub(super) fn seed(
+    dir: &Path,
+    moving: Option<(&Path, &Lock)>,
+    staging: &Path,
+) -> Result<(), FetchError> {
     let Some((old_path, old)) = moving else {
         return crate::durable::link_tree(dir, staging, &|_| false).map_err(FetchError::Folder);
     };
@@ -125,10 +134,12 @@ pub(super) fn seed(dir: &Path, moving: Option<(&Path, &Lock)>, staging: &Path) -
         if !from.is_file() {
             return Ok(());
         }
-        let io = |source| FetchError::Folder(crate::durable::Error::Io {
-            path: to.to_owned(),
-            source,
-        });
+        let io = |source| {
+            FetchError::Folder(crate::durable::Error::Io {
+                path: to.to_owned(),
+                source,
+            })
+        };
         if let Some(parent) = to.parent() {
             fs::create_dir_all(parent).map_err(io)?;
         }
@@ -147,7 +158,10 @@ pub(super) fn seed(dir: &Path, moving: Option<(&Path, &Lock)>, staging: &Path) -
     }
     for (key, image) in &old.images {
         if let Some(moved) = new.images.get(key) {
-            let (from, to) = (resolved(old_path, &image.layout), staging.join(&moved.layout));
+            let (from, to) = (
+                resolved(old_path, &image.layout),
+                staging.join(&moved.layout),
+            );
             if !to.exists() {
                 crate::durable::link_tree(&from, &to, &|_| false).map_err(FetchError::Folder)?;
             }
@@ -281,19 +295,28 @@ mod tests {
         let old_path = top.join("addons/chartreg.lock");
         let mut old = Lock::new();
         old.lists.helm_charts_file = Some("charts.yaml".into());
-        old.charts.insert("a".into(), chart("../charts/a-1.0.0.tgz", true));
-        old.images
-            .insert("127.0.0.1:5000/x/y:v1".into(), image("../images/127.0.0.1_5000/x/y"));
+        old.charts
+            .insert("a".into(), chart("../charts/a-1.0.0.tgz", true));
+        old.images.insert(
+            "127.0.0.1:5000/x/y:v1".into(),
+            image("../images/127.0.0.1_5000/x/y"),
+        );
         fs::create_dir_all(top.join("fetched")).unwrap();
         let moved = moved(&old, &old_path, &top.join("fetched/chartreg.lock"));
-        assert_eq!(moved.lists.helm_charts_file.as_deref(), Some("../addons/charts.yaml"));
+        assert_eq!(
+            moved.lists.helm_charts_file.as_deref(),
+            Some("../addons/charts.yaml")
+        );
         assert_eq!(moved.charts["a"].file, "charts/a-1.0.0.tgz");
         assert_eq!(
             moved.images["127.0.0.1:5000/x/y:v1"].layout,
             "images/127.0.0.1_5000/x/y"
         );
         fs::write(&old_path, old.to_text().unwrap()).unwrap();
-        assert!(!is_fetch_folder_lock(&old_path), "its files lie outside its folder");
+        assert!(
+            !is_fetch_folder_lock(&old_path),
+            "its files lie outside its folder"
+        );
         fs::write(top.join("addons/charts.yaml"), "").unwrap();
         assert!(!is_fetch_folder_lock(&old_path), "the lists' folder");
         let new_path = top.join("fetched/chartreg.lock");
@@ -326,8 +349,10 @@ mod tests {
             fs::write(path, "x").unwrap();
         }
         let mut lock = Lock::new();
-        lock.charts.insert("a".into(), chart("charts/a-1.0.0.tgz", true));
-        lock.images.insert("q.io/x:v1".into(), image("images/q.io/x"));
+        lock.charts
+            .insert("a".into(), chart("charts/a-1.0.0.tgz", true));
+        lock.images
+            .insert("q.io/x:v1".into(), image("images/q.io/x"));
         prune(s, &lock).unwrap();
         let mut left = Vec::new();
         let mut pending = vec![s.to_owned()];

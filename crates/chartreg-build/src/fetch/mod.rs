@@ -52,8 +52,8 @@ use std::path::Path;
 
 pub use crate::lock::{Lock, LockedChart, LockedImage};
 pub use failed::{Entry, Failed, FetchError, Unlocked};
-use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
 pub use folder::is_fetch_folder_lock;
+use lists::{ChartSource, ChartsFile, ImageSource, ImagesFile};
 pub use options::{CHARTS, IMAGES, LOCK_FILE, Options, Report, WithChartImages};
 pub use problem::{Failure, Problem};
 pub use transport::{CaFileError, Transport};
@@ -92,7 +92,9 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
     let (previous, moving) = match &options.moving_from {
         Some(old_path) => {
             let old = Lock::read(old_path)?;
-            let moved = old.as_ref().map(|old| folder::moved(old, old_path, &options.lock()));
+            let moved = old
+                .as_ref()
+                .map(|old| folder::moved(old, old_path, &options.lock()));
             (moved, old.map(|old| (old_path.as_path(), old)))
         }
         None => (Lock::read(&options.lock_file())?, None),
@@ -131,7 +133,10 @@ async fn run(options: &Options) -> Result<Report, FetchError> {
 
 /// Fetches what the lists ask into the new folder: the lock that records it, or `None` with
 /// `--locked` when everything matched the lock (`previous`).
-async fn fetch_into(options: &Options, previous: Option<&Lock>) -> Result<Option<Lock>, FetchError> {
+async fn fetch_into(
+    options: &Options,
+    previous: Option<&Lock>,
+) -> Result<Option<Lock>, FetchError> {
     let charts_file = match &options.charts_file {
         Some(path) => ChartsFile::read(path)?,
         None => ChartsFile::default(),

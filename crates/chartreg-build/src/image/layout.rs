@@ -28,11 +28,11 @@ use chartreg_core::oci::{Tag, media_type};
 use chartreg_core::tree::{self, Entry, LayoutBuilder, Outcome, Tree};
 
 use super::Error;
-use crate::durable::{Committed, Generation};
 use super::base::BaseImage;
 use super::config::ImageConfig;
 use super::layer::Layer;
 use super::sign::{self, Signer};
+use crate::durable::{Committed, Generation};
 
 /// The annotation naming the manifest of the base image (as ko and buildah write it).
 const BASE_DIGEST: &str = "org.opencontainers.image.base.digest";

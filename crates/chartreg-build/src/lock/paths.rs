@@ -30,9 +30,32 @@ pub fn recorded(lock: &Path, path: &Path) -> String {
     }
 }
 
-/// Where the path the lock at `lock` records as `recorded` is.
+/// Where the path the lock at `lock` records as `recorded` is: `fetched/../addons/charts.yaml`
+/// is said `addons/charts.yaml` (a folder followed by `..` is dropped where the folder is one,
+/// not a link to another, so the path names the same file).
 pub fn resolved(lock: &Path, recorded: &str) -> PathBuf {
-    lock.parent().unwrap_or(Path::new("")).join(recorded)
+    let joined = lock.parent().unwrap_or(Path::new("")).join(recorded);
+    let mut clean = PathBuf::new();
+    for part in joined.components() {
+        let is_folder = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+        match part {
+            std::path::Component::ParentDir
+                if matches!(
+                    clean.components().next_back(),
+                    Some(std::path::Component::Normal(_))
+                ) && is_folder(&clean) =>
+            {
+                clean.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => clean.push(other),
+        }
+    }
+    if clean.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        clean
+    }
 }
 
 /// `path` made absolute, `.` and `..` taken lexically, with its longest existing ancestor as
@@ -82,9 +105,12 @@ mod tests {
             recorded(Path::new("chartreg.lock"), &here.join("charts/a.tgz")),
             "charts/a.tgz"
         );
+        assert_eq!(resolved(&lock, "../charts/a.tgz"), top.join("charts/a.tgz"));
+        // Through a link, `..` is the link's target's parent: kept as written.
+        std::os::unix::fs::symlink(top.join("addons"), top.join("link")).unwrap();
         assert_eq!(
-            resolved(&lock, "../charts/a.tgz"),
-            top.join("addons/../charts/a.tgz")
+            resolved(&top.join("link/chartreg.lock"), "../charts/a.tgz"),
+            top.join("link/../charts/a.tgz")
         );
     }
 }

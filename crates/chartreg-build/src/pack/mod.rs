@@ -60,7 +60,9 @@ pub use crate::layout_spec::{LayoutSpec, LayoutSpecError};
 pub use chart_package::{ChartPackage, Layer};
 pub use image_layout::ImageLayout;
 pub use origins_file::Downloaded;
-pub use owned::{GITIGNORE_FILE, IMPORT_STAGING, Owner, RECORD_FILE, Record, RecordError, leftover};
+pub use owned::{
+    GITIGNORE_FILE, IMPORT_STAGING, Owner, RECORD_FILE, Record, RecordError, leftover,
+};
 pub use problem::{PackError, Problem};
 pub(crate) use problem::{at, io_at};
 
@@ -402,7 +404,9 @@ pub fn check(request: &Request) -> Result<Report, PackError> {
         }
     }
     for left in leftovers(out) {
-        stale.push(format!("{left} (left by an interrupted run; pack removes it)"));
+        stale.push(format!(
+            "{left} (left by an interrupted run; pack removes it)"
+        ));
     }
     for (file, data) in bookkeeping(&plan).map_err(|e| at(out)(Problem::Record(e)))? {
         let present = fs::read(out.join(file)).ok();

@@ -153,7 +153,9 @@ pub fn leftover(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     name == IMPORT_STAGING
         || (name.starts_with('.')
-            && (name.ends_with(".pack-new") || name.ends_with(".pack-old") || name.ends_with(".new")))
+            && (name.ends_with(".pack-new")
+                || name.ends_with(".pack-old")
+                || name.ends_with(".new")))
 }
 
 /// `import-bundle`'s blob staging folder, inside the new output folder while it is filled.

@@ -93,8 +93,10 @@ fn the_images_the_fetched_charts_need_are_fetched_with_them_and_locked() {
             "{key} in the lock:\n{lock}"
         );
         assert!(
-            work.path(&format!("images/{component}/{repository}/index.json"))
-                .is_file(),
+            work.path(&format!(
+                "fetched/images/{component}/{repository}/index.json"
+            ))
+            .is_file(),
             "no layout for {repository}"
         );
     }
@@ -102,12 +104,18 @@ fn the_images_the_fetched_charts_need_are_fetched_with_them_and_locked() {
     assert!(!lock.contains("example/extra"), "{lock}");
     assert_eq!(
         parsed["lists"]["chart_images"]["app"][0].as_str(),
-        Some("values/app.yaml"),
+        Some("../values/app.yaml"),
         "{lock}"
     );
 
     // From the lock alone: the charts still need exactly what it pins.
-    let out = work.fetch_ok(&["--locked", "--lock", "chartreg.lock", "--helm", &helm_arg]);
+    let out = work.fetch_ok(&[
+        "--locked",
+        "--lock",
+        "fetched/chartreg.lock",
+        "--helm",
+        &helm_arg,
+    ]);
     assert!(out.contains("lock matches"), "{out}");
     // With the lists given, --locked follows the lock: its charts' images are asked for too.
     let out = work.fetch_ok(&[
@@ -125,7 +133,7 @@ fn the_images_the_fetched_charts_need_are_fetched_with_them_and_locked() {
     // Packed with the closure required: every image the chart needs is held.
     work.write(
         "content.yaml",
-        "lock: chartreg.lock\nimages:\n  closure: require\n  values:\n    app: [values/app.yaml]\n",
+        "lock: fetched/chartreg.lock\nimages:\n  closure: require\n  values:\n    app: [values/app.yaml]\n",
     );
     let pack = |extra_env: &[(&str, &str)]| {
         common::output_of(
@@ -146,7 +154,13 @@ fn the_images_the_fetched_charts_need_are_fetched_with_them_and_locked() {
         "values/app.yaml",
         &format!("global:\n  imageRegistry: \"{host}\"\nextra:\n  enabled: true\n"),
     );
-    let err = work.fetch_fails(&["--locked", "--lock", "chartreg.lock", "--helm", &helm_arg]);
+    let err = work.fetch_fails(&[
+        "--locked",
+        "--lock",
+        "fetched/chartreg.lock",
+        "--helm",
+        &helm_arg,
+    ]);
     assert!(
         err.contains(&format!(
             "{host}/example/extra:v1: the charts need it, but the lock does not pin it"

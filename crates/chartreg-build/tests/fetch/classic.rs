@@ -58,7 +58,7 @@ fn classic_repository_charts_are_fetched_checked_locked_and_served() {
         "--helm-charts-file",
         "lists/charts.yaml",
         "--lock",
-        "chartreg.lock",
+        "fetched/chartreg.lock",
     ];
     let first = work.fetch_ok(&args);
     assert!(
@@ -75,13 +75,13 @@ fn classic_repository_charts_are_fetched_checked_locked_and_served() {
         "motd-1.0.0.tgz.prov",
     ];
     assert_eq!(
-        work.files("charts"),
+        work.files("fetched/charts"),
         want,
         "exactly the packages, no temporary files"
     );
     for name in want {
         assert!(
-            work.read(&format!("charts/{name}")) == package(name),
+            work.read(&format!("fetched/charts/{name}")) == package(name),
             "charts/{name} is not the upstream bytes"
         );
     }
@@ -117,7 +117,7 @@ fn classic_repository_charts_are_fetched_checked_locked_and_served() {
         "--helm-charts-file",
         "lists/charts.yaml",
         "--lock",
-        "chartreg.lock",
+        "fetched/chartreg.lock",
         "--locked",
     ]);
     assert!(locked.contains("lock matches"), "{locked}");
@@ -173,12 +173,12 @@ fn failures_name_the_entry_and_leave_what_was_there() {
         "{e}"
     );
     assert_eq!(
-        work.files("charts"),
+        work.files("fetched/charts"),
         Vec::<String>::new(),
         "a rejected download was left"
     );
     assert!(
-        !work.path("chartreg.lock").exists(),
+        !work.path("fetched/chartreg.lock").exists(),
         "a failed fetch wrote a lock"
     );
 
@@ -220,18 +220,25 @@ fn failures_name_the_entry_and_leave_what_was_there() {
     // Cut off on every try: the file that was there stays, and nothing partial is left.
     repo.put("hello-1.0.0.tgz", &package("hello-1.0.0.tgz"));
     repo.reset("hello-1.0.0.tgz", 100);
-    std::fs::create_dir_all(work.path("charts")).expect("create folder");
-    std::fs::write(work.path("charts/hello-1.0.0.tgz"), b"what was there").expect("write");
+    std::fs::create_dir_all(work.path("fetched/charts")).expect("create folder");
+    std::fs::write(
+        work.path("fetched/charts/hello-1.0.0.tgz"),
+        b"what was there",
+    )
+    .expect("write");
     let before = repo.hits("hello-1.0.0.tgz");
     let e = work.fetch_fails(&["--helm-charts-file", "charts.yaml"]);
     assert!(e.contains(&format!("{entry}network failure")), "{e}");
     assert_eq!(repo.hits("hello-1.0.0.tgz") - before, 4, "tried 4 times");
     assert_eq!(
-        work.files("charts"),
+        work.files("fetched/charts"),
         ["hello-1.0.0.tgz"],
         "a partial file was left"
     );
-    assert_eq!(work.read("charts/hello-1.0.0.tgz"), b"what was there");
+    assert_eq!(
+        work.read("fetched/charts/hello-1.0.0.tgz"),
+        b"what was there"
+    );
 
     // No repository at all: named once, by its name and URL. The port is held by a socket bound
     // and not listening, so connections to it are refused and nothing else can take it.
@@ -284,8 +291,8 @@ fn a_download_cut_off_is_tried_again() {
         3,
         "two cut-off tries, then a whole one"
     );
-    assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
-    assert_eq!(work.files("charts"), ["hello-1.0.0.tgz"]);
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
+    assert_eq!(work.files("fetched/charts"), ["hello-1.0.0.tgz"]);
 }
 
 #[test]
@@ -329,7 +336,7 @@ fn credentials_go_only_to_the_repository_host_and_never_into_the_lock() {
         ),
     );
     work.fetch_ok(&["--helm-charts-file", "charts.yaml"]);
-    assert!(work.read("charts/motd-1.0.0.tgz") == motd);
+    assert!(work.read("fetched/charts/motd-1.0.0.tgz") == motd);
     assert!(repo.authorized().contains(&"hello-1.0.0.tgz".to_owned()));
     assert_eq!(
         cdn.authorized(),
@@ -414,8 +421,8 @@ fn https_sources_are_verified_against_the_ca_file() {
         "--ca-file",
         str_path(&ca),
     ]);
-    assert!(work.read("charts/hello-1.0.0.tgz") == hello);
-    assert!(work.read("charts/hello-0.1.0.tgz") == package("hello-0.1.0.tgz"));
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == hello);
+    assert!(work.read("fetched/charts/hello-0.1.0.tgz") == package("hello-0.1.0.tgz"));
 
     // `tlsVerify: false` is the repository's own choice, without a CA.
     let unverified = Work::new();
@@ -482,7 +489,7 @@ fn a_repushed_chart_fails_a_locked_fetch_naming_it() {
     );
     assert!(!e.contains("chart motd"), "motd did not change: {e}");
     assert_eq!(work.lock(), lock, "--locked wrote the lock");
-    assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
 
     // A list that asks for something the lock does not hold.
     work.write(
@@ -497,7 +504,7 @@ fn a_repushed_chart_fails_a_locked_fetch_naming_it() {
         "--helm-charts-file",
         "more.yaml",
         "--lock",
-        "chartreg.lock",
+        "fetched/chartreg.lock",
         "--locked",
     ]);
     assert!(
@@ -517,5 +524,5 @@ fn a_repushed_chart_fails_a_locked_fetch_naming_it() {
         )),
         "{out}"
     );
-    assert!(work.read("charts/hello-1.0.0.tgz") == repushed);
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == repushed);
 }

@@ -186,7 +186,7 @@ impl Work {
 
     /// Every file under `charts/`, hidden and staged ones too.
     fn charts(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(self.path("charts"))
+        let mut names: Vec<String> = std::fs::read_dir(self.path("fetched/charts"))
             .into_iter()
             .flatten()
             .flatten()
@@ -259,7 +259,7 @@ fn judge(run: &Run<'_>) -> Got {
         "--helm-charts-file",
         "charts.yaml",
         "--lock",
-        "chartreg.lock",
+        "fetched/chartreg.lock",
     ]
     .map(str::to_owned)
     .to_vec();
@@ -307,7 +307,10 @@ fn judge(run: &Run<'_>) -> Got {
         problems.push(format!("should be fetched: {}", describe()));
     } else {
         let taken = work.charts();
-        let bytes = std::fs::read(work.path("charts").join(taken.first().map_or("", |n| n)));
+        let bytes = std::fs::read(
+            work.path("fetched/charts")
+                .join(taken.first().map_or("", |n| n)),
+        );
         let right = taken.len() == 1
             && taken
                 .first()
@@ -323,7 +326,7 @@ fn judge(run: &Run<'_>) -> Got {
         {
             problems.push(format!("charts/ holds {taken:?}, not {name}-{version}.tgz"));
         }
-        if !work.path("chartreg.lock").is_file() {
+        if !work.path("fetched/chartreg.lock").is_file() {
             problems.push("no lock written".to_owned());
         }
     }

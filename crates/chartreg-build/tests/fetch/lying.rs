@@ -31,12 +31,12 @@ fn refused(charts: &str) -> String {
     let out = work.fetch(&["--helm-charts-file", "charts.yaml"]);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     assert_eq!(
-        work.files("charts"),
+        work.files("fetched/charts"),
         Vec::<String>::new(),
         "left in charts/"
     );
     assert!(
-        !work.path("chartreg.lock").exists(),
+        !work.path("fetched/chartreg.lock").exists(),
         "a refused fetch wrote a lock"
     );
     for stream in [&out.stdout, &out.stderr] {

@@ -66,7 +66,7 @@ impl Work {
     }
 
     fn lock(&self) -> String {
-        String::from_utf8(self.read("chartreg.lock")).expect("UTF-8 lock")
+        String::from_utf8(self.read("fetched/chartreg.lock")).expect("UTF-8 lock")
     }
 
     /// `chartreg-build fetch ARGS` run in this folder.
@@ -133,7 +133,7 @@ impl Work {
     /// Packs what the lock pins (a content file naming only it) and serves it: the chartreg
     /// library over the packed layouts, as the binary would embed them.
     fn serve_locked(&self) -> InProcess {
-        self.serve("lock: chartreg.lock\n")
+        self.serve("lock: fetched/chartreg.lock\n")
     }
 
     /// Packs what the content file `content` (written as `content.yaml` at the top) names,

@@ -1,8 +1,11 @@
-//! Where fetch writes and how the lock names it: docs/content.md's layout (lists and lock in
-//! `addons/`, packages in `charts/` at the top, `content.yaml` naming the lock) packs as
-//! written; every path in the lock is relative to the lock's folder, and local `chartURLs` are
-//! keyed as the list writes them, so the lock is the same from any folder, on any machine; the
-//! command pack's error suggests is the one that mends what it names.
+//! Where fetch writes and how the lock names it: docs/content.md's layout (lists in `addons/`,
+//! the fetched folder `fetched/` at the top with the lock, `charts/` and `images/` in it,
+//! `content.yaml` naming the lock) packs as written; every path in the lock is relative to the
+//! lock's folder, and local `chartURLs` are keyed as the list writes them, so the lock is the
+//! same from any folder, on any machine; the command pack's error suggests is the one that
+//! mends what it names. A lock an earlier chartreg-build wrote beside the lists, with its
+//! packages in `charts/`, is moved into the fetched folder by the next fetch, and only once
+//! that fetch succeeds.
 
 use super::sources::HelmRepo;
 use super::*;
@@ -56,15 +59,21 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
     )
     .expect("write package");
     // docs/content.md's commands, as written, from the repository's top.
-    work.fetch_ok(&["--helm-charts-file", "addons/charts.yaml"]);
-    let lock_text = || String::from_utf8(work.read("addons/chartreg.lock")).expect("UTF-8");
+    let out = work.fetch_ok(&["--helm-charts-file", "addons/charts.yaml"]);
+    assert!(out.contains("; wrote fetched"), "{out}");
+    assert_eq!(
+        common::file_names(&work.path("fetched")),
+        ["chartreg.lock", "charts"],
+        "the fetched folder holds the lock and what it pins"
+    );
+    let lock_text = || String::from_utf8(work.read("fetched/chartreg.lock")).expect("UTF-8");
     let lock = lock_text();
     for line in [
         "  ./vendor/hello-0.2.0.tgz:",
         "    url: ./vendor/hello-0.2.0.tgz",
-        "    file: ../charts/hello-0.2.0.tgz",
-        "    file: ../charts/hello-1.0.0.tgz",
-        "  helm_charts_file: charts.yaml",
+        "    file: charts/hello-0.2.0.tgz",
+        "    file: charts/hello-1.0.0.tgz",
+        "  helm_charts_file: ../addons/charts.yaml",
     ] {
         assert!(
             lock.lines().any(|l| l == line),
@@ -75,10 +84,7 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
         !lock.contains(str_path(work.dir.path())),
         "an absolute path in the lock:\n{lock}"
     );
-    work.write(
-        "content.yaml",
-        "charts:\n  from: [charts]\nlock: addons/chartreg.lock\n",
-    );
+    work.write("content.yaml", "lock: fetched/chartreg.lock\n");
     let packed = ok(
         build_tool_in(
             work.dir.path(),
@@ -96,8 +102,8 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
         "pack from addons/",
     );
 
-    // --locked from another folder, the list by its absolute path: the lock matches, and
-    // nothing is written where fetch runs.
+    // --locked from another folder, the lock and the list by their absolute paths: the lock
+    // matches, and nothing is written where fetch runs.
     let elsewhere = tempfile::tempdir().expect("temp dir");
     let out = ok(
         build_tool_in(
@@ -106,6 +112,8 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
                 "fetch",
                 "--helm-charts-file",
                 str_path(&work.path("addons/charts.yaml")),
+                "--lock",
+                str_path(&work.path("fetched/chartreg.lock")),
                 "--locked",
             ],
         ),
@@ -113,7 +121,8 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
     );
     assert!(out.contains("lock matches"), "{out}");
     assert_eq!(common::file_names(elsewhere.path()), Vec::<String>::new());
-    // Without --locked from addons/, the list by a relative path: the same lock, byte for byte.
+    // Without --locked from addons/, the list by a relative path: the same lock, byte for
+    // byte, and the folder left as it was.
     let out = ok(
         build_tool_in(
             &work.path("addons"),
@@ -122,17 +131,18 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
                 "--helm-charts-file",
                 "charts.yaml",
                 "--out",
-                "../charts",
+                "../fetched",
             ],
         ),
         "fetch from addons/",
     );
     assert!(out.contains("lock unchanged:"), "{out}");
+    assert!(out.contains("; unchanged: ../fetched"), "{out}");
     assert_eq!(lock_text(), lock);
 
     // Committed without the packages and cloned elsewhere: pack names what is missing and the
     // command to run; that command, run as it is printed, mends it.
-    work.write(".gitignore", "/charts/\n/assets/\n");
+    work.write(".gitignore", "/fetched/charts/\n/assets/\n");
     git(work.dir.path(), &["init", "-q", "-b", "main"]);
     git(work.dir.path(), &["add", "."]);
     git(work.dir.path(), &["commit", "-q", "-m", "content"]);
@@ -149,8 +159,8 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
     let e = String::from_utf8(failed.stderr.clone()).expect("UTF-8");
     assert!(!failed.status.success(), "{}", describe(&failed));
     assert!(
-        e.contains("addons/../charts/hello-0.2.0.tgz: No such file")
-            || e.contains("addons/../charts/hello-1.0.0.tgz: No such file"),
+        e.contains("fetched/charts/hello-0.2.0.tgz: No such file")
+            || e.contains("fetched/charts/hello-1.0.0.tgz: No such file"),
         "{e}"
     );
     let remedy = e
@@ -160,12 +170,12 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
         .unwrap_or_else(|| panic!("no command suggested: {e}"));
     assert_eq!(
         remedy,
-        "chartreg-build fetch --locked --lock addons/chartreg.lock"
+        "chartreg-build fetch --locked --lock fetched/chartreg.lock"
     );
     let args: Vec<&str> = remedy.split(' ').skip(1).collect();
     let out = ok(build_tool_in(&clone, &args), "the suggested command");
     assert!(out.contains("lock matches"), "{out}");
-    assert!(std::fs::read(clone.join("charts/hello-1.0.0.tgz")).expect("fetched") == hello);
+    assert!(std::fs::read(clone.join("fetched/charts/hello-1.0.0.tgz")).expect("fetched") == hello);
     ok(
         build_tool_in(
             &clone,
@@ -174,8 +184,97 @@ fn the_readme_layout_packs_and_the_lock_is_the_same_from_any_folder() {
         "pack in the clone",
     );
     assert_eq!(
-        std::fs::read(clone.join("addons/chartreg.lock")).expect("lock"),
+        std::fs::read(clone.join("fetched/chartreg.lock")).expect("lock"),
         lock.as_bytes(),
         "--locked wrote the lock"
+    );
+}
+
+/// A lock as chartreg-build wrote it before the fetched folder: beside the lists, naming the
+/// packages it put into `charts/` at the top.
+fn earlier_lock(repo: &HelmRepo, hello: &[u8]) -> String {
+    format!(
+        "# Written by chartreg-build fetch: what was fetched, pinned by digest. Review changes\n\
+         # to it like code; `fetch --locked` refuses anything else.\n\
+         version: 1\nlists:\n  helm_charts_file: charts.yaml\ncharts:\n  hello 1.0.0 from {}:\n    name: hello\n    version: 1.0.0\n    url: {}\n    sha256: {}\n    file: ../charts/hello-1.0.0.tgz\nimages: {{}}\n",
+        repo.url(""),
+        repo.url("hello-1.0.0.tgz"),
+        hex_sha256(hello)
+    )
+}
+
+#[test]
+fn an_earlier_lock_beside_the_lists_is_moved_into_the_fetched_folder_once_a_fetch_succeeds() {
+    let repo = HelmRepo::start();
+    let hello = package("hello-1.0.0.tgz");
+    repo.publish(&[("hello-1.0.0.tgz", &hello)], str::to_owned, |_, d| {
+        hex_sha256(d)
+    });
+    let work = Work::new();
+    let list = |charts: &str| {
+        format!(
+            "repositories:\n  test:\n    repoURL: {}\n    charts:\n{charts}",
+            repo.url("")
+        )
+    };
+    work.write("addons/charts.yaml", &list("      hello: [\"1.0.0\"]\n"));
+    work.write("addons/chartreg.lock", &earlier_lock(&repo, &hello));
+    std::fs::create_dir_all(work.path("charts")).expect("create folder");
+    std::fs::write(work.path("charts/hello-1.0.0.tgz"), &hello).expect("write package");
+    // A package of the team's own in the same folder: no lock names it.
+    std::fs::write(
+        work.path("charts/mine-0.1.0.tgz"),
+        package("hello-0.1.0.tgz"),
+    )
+    .expect("write package");
+    let files = || chartreg_core::tree::read_dir(work.dir.path(), work.dir.path()).expect("read");
+    let before = files();
+
+    // A fetch that fails moves nothing.
+    work.write(
+        "addons/charts.yaml",
+        &list("      hello: [\"1.0.0\"]\n      absent: [\"1.0.0\"]\n"),
+    );
+    let e = work.fetch_fails(&["--helm-charts-file", "addons/charts.yaml"]);
+    assert!(e.contains("nothing was changed"), "{e}");
+    work.write("addons/charts.yaml", &list("      hello: [\"1.0.0\"]\n"));
+    assert!(files() == before, "a failed fetch changed files");
+
+    // One that succeeds moves the lock and what it pins, and takes nothing again.
+    let out = work.fetch_ok(&["--helm-charts-file", "addons/charts.yaml"]);
+    assert!(
+        out.contains(
+            "moved what addons/chartreg.lock pinned into fetched: its lock is now fetched/chartreg.lock"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("lock unchanged:"), "{out}");
+    assert_eq!(repo.hits("hello-1.0.0.tgz"), 0, "downloaded again");
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == hello);
+    assert!(!work.path("addons/chartreg.lock").exists());
+    assert_eq!(common::file_names(&work.path("charts")), ["mine-0.1.0.tgz"]);
+    let lock = work.lock();
+    for line in [
+        "  helm_charts_file: ../addons/charts.yaml",
+        "    file: charts/hello-1.0.0.tgz",
+    ] {
+        assert!(
+            lock.lines().any(|l| l == line),
+            "lock lacks `{line}`:\n{lock}"
+        );
+    }
+    work.write("content.yaml", "lock: fetched/chartreg.lock\n");
+    ok(
+        build_tool_in(
+            work.dir.path(),
+            &["pack", "--config", "content.yaml", "--out", "assets"],
+        ),
+        "pack the moved lock",
+    );
+    // The next fetch finds the folder's lock.
+    let again = work.fetch_ok(&["--helm-charts-file", "addons/charts.yaml"]);
+    assert!(
+        again.contains("lock unchanged:") && !again.contains("moved"),
+        "{again}"
     );
 }

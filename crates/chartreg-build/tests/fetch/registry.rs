@@ -277,9 +277,9 @@ fn registry_with_basic_auth_charts_images_and_referrers() {
     ];
     let out = work.fetch_ok(&args);
     assert!(out.contains("fetched 2 charts, 1 images"), "{out}");
-    assert!(work.read("charts/hello-1.0.0.tgz") == hello);
-    assert!(work.read("charts/motd-1.0.0.tgz") == motd);
-    assert!(work.read("charts/motd-1.0.0.tgz.prov") == package("motd-1.0.0.tgz.prov"));
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == hello);
+    assert!(work.read("fetched/charts/motd-1.0.0.tgz") == motd);
+    assert!(work.read("fetched/charts/motd-1.0.0.tgz.prov") == package("motd-1.0.0.tgz.prov"));
     let lock = work.lock();
     for digest in pushed.iter().map(|p| pushed_digest(p)) {
         assert!(
@@ -365,7 +365,7 @@ fn registry_with_basic_auth_charts_images_and_referrers() {
             && lock.contains(&format!("    upstream: {}", sample_v1())),
         "{lock}"
     );
-    assert!(amd64.files("images").len() < work.files("images").len());
+    assert!(amd64.files("fetched/images").len() < work.files("fetched/images").len());
 
     // Upstream re-pushes hello 1.0.0 with other bytes: a locked fetch names it.
     let folder = tempfile::tempdir().expect("temp dir");
@@ -398,7 +398,7 @@ fn registry_with_basic_auth_charts_images_and_referrers() {
         "only hello changed: {e}"
     );
     assert!(
-        work.read("charts/hello-1.0.0.tgz") == hello,
+        work.read("fetched/charts/hello-1.0.0.tgz") == hello,
         "--locked replaced a file"
     );
 }
@@ -444,7 +444,7 @@ fn bearer_token_challenges_are_answered_with_the_images_file_credentials() {
         front.token_requests().contains(&true),
         "no token was asked for"
     );
-    assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
     let lock = work.lock();
     assert!(
         lock.contains(&format!("    digest: {}", sample_v1())),
@@ -496,7 +496,7 @@ fn oci_repositories_in_the_charts_file_and_layouts_that_are_whole_or_not_at_all(
         )),
         "{e}"
     );
-    // docs/content.md's layout: lists and lock in addons/, packages and layouts at the top.
+    // docs/content.md's layout: lists in addons/, the fetched folder at the top.
     work.write(
         "addons/charts.yaml",
         &charts(&credentials, "\"1.0.0\", \"~0.1\""),
@@ -513,15 +513,16 @@ fn oci_repositories_in_the_charts_file_and_layouts_that_are_whole_or_not_at_all(
     ];
     let out = work.fetch_ok(&lists);
     assert!(out.contains("fetched 2 charts, 1 images"), "{out}");
-    assert!(work.read("charts/hello-1.0.0.tgz") == hello);
-    assert!(work.read("charts/hello-0.1.0.tgz") == old_hello);
-    let lock = String::from_utf8(work.read("addons/chartreg.lock")).expect("UTF-8");
-    let layout_dir = format!("images/{}/images/sample", host.replace(':', "_"));
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == hello);
+    assert!(work.read("fetched/charts/hello-0.1.0.tgz") == old_hello);
+    let lock = work.lock();
+    let layout = format!("images/{}/images/sample", host.replace(':', "_"));
+    let layout_dir = format!("fetched/{layout}");
     for line in [
         format!("  hello ~0.1 from oci://{host}/charts:"),
         format!("    url: oci://{host}/charts/hello:0.1.0"),
-        "    file: ../charts/hello-0.1.0.tgz".to_owned(),
-        format!("    layout: ../{layout_dir}"),
+        "    file: charts/hello-0.1.0.tgz".to_owned(),
+        format!("    layout: {layout}"),
     ] {
         assert!(
             lock.lines().any(|l| l == line),
@@ -529,7 +530,7 @@ fn oci_repositories_in_the_charts_file_and_layouts_that_are_whole_or_not_at_all(
         );
     }
     assert!(!lock.contains(PASSWORD), "a password in the lock");
-    let server = work.serve("charts:\n  from: [charts]\nlock: addons/chartreg.lock\n");
+    let server = work.serve("lock: fetched/chartreg.lock\n");
     helm_pulls(&server, "hello", "1.0.0", &hello);
     helm_pulls(&server, "hello", "0.1.0", &old_hello);
     assert_eq!(served_image_digest(&server), sample_v1());
@@ -564,19 +565,25 @@ fn oci_repositories_in_the_charts_file_and_layouts_that_are_whole_or_not_at_all(
         })
         .collect();
     assert!(before == after, "a failed fetch changed the layout");
-    let beside = work.path(&format!("images/{}/images", host.replace(':', "_")));
+    let beside = work.path(&format!("fetched/images/{}/images", host.replace(':', "_")));
     assert_eq!(
         common::file_names(&beside),
         ["sample"],
         "staging left behind"
     );
+    assert!(
+        !common::file_names(work.dir.path())
+            .iter()
+            .any(|n| n.starts_with(".fetched")),
+        "the new fetched folder was left behind"
+    );
     let fresh = Work::new();
     fresh.write("images.yaml", &failing);
     fresh.fetch_fails(&["--images-file", "images.yaml"]);
     assert!(
-        !fresh.path("images").exists() || fresh.files("images").is_empty(),
+        !fresh.path("fetched").exists(),
         "a failed fetch left a partial layout: {:?}",
-        fresh.files("images")
+        fresh.files("fetched/images")
     );
 }
 
@@ -619,18 +626,13 @@ fn an_oci_repository_over_tls_is_verified_with_the_ca_file_or_its_tls_verify() {
     let ca = str_path(&work.write("ca.pem", &tls.ca_pem)).to_owned();
     let trusted = fetch("verified.yaml", &["--ca-file", &ca]).expect("unshare");
     assert!(trusted.status.success(), "{}", describe(&trusted));
-    assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
+    assert!(work.read("fetched/charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
 
-    // The entry's own `tlsVerify: false`, without a CA.
-    std::fs::remove_dir_all(work.path("charts")).expect("remove charts");
+    // The entry's own `tlsVerify: false`, without a CA, into another fetched folder.
     work.write("unverified.yaml", &list("    tlsVerify: false\n"));
-    let unverified = fetch(
-        "unverified.yaml",
-        &["--lock", str_path(&work.path("other.lock"))],
-    )
-    .expect("unshare");
+    let unverified = fetch("unverified.yaml", &["--out", "other"]).expect("unshare");
     assert!(unverified.status.success(), "{}", describe(&unverified));
-    assert!(work.read("charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
+    assert!(work.read("other/charts/hello-1.0.0.tgz") == package("hello-1.0.0.tgz"));
 }
 
 /// Two upstream registries holding the same repository path with different images (the sample
@@ -821,7 +823,7 @@ fn images_pinned_by_digest_are_taken_by_it_and_served_under_it() {
         );
     }
     let tags = std::fs::read_to_string(work.path(&format!(
-        "images/{}/images/sample/index.json",
+        "fetched/images/{}/images/sample/index.json",
         host.replace(':', "_")
     )))
     .expect("the layout's index.json");
@@ -874,7 +876,7 @@ fn images_pinned_by_digest_are_taken_by_it_and_served_under_it() {
         let e = bad.fetch_fails(&["--images-file", "images.yaml"]);
         assert!(e.contains(&says), "{entry}: `{says}` in: {e}");
         assert!(
-            !bad.path("chartreg.lock").exists(),
+            !bad.path("fetched/chartreg.lock").exists(),
             "{entry}: no lock written"
         );
     }

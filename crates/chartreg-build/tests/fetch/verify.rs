@@ -140,7 +140,7 @@ fn content(fixtures: &Path, host: &str, mode: &str) -> String {
     let keys = fixtures.join("keys");
     let keys = keys.to_str().expect("UTF-8 path");
     format!(
-        "lock: chartreg.lock\nverify:\n  mode: {mode}\n  images:\n    keys: [{keys}/cosign.pub]\n    trustedRoot: {keys}/trusted_root.json\n    keyless:\n      - {{identity: \"{IDENTITY}\", issuer: \"{ISSUER}\", trustedRoot: {keys}/trusted_root.json}}\n    require: [\"{}/example/*\"]\n",
+        "lock: fetched/chartreg.lock\nverify:\n  mode: {mode}\n  images:\n    keys: [{keys}/cosign.pub]\n    trustedRoot: {keys}/trusted_root.json\n    keyless:\n      - {{identity: \"{IDENTITY}\", issuer: \"{ISSUER}\", trustedRoot: {keys}/trusted_root.json}}\n    require: [\"{}/example/*\"]\n",
         served_host(host)
     )
 }
@@ -292,7 +292,7 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 fn read_lock(work: &Work) -> Lock {
-    Lock::read(&work.path("chartreg.lock"))
+    Lock::read(&work.path("fetched/chartreg.lock"))
         .expect("a lock")
         .expect("the lock is there")
 }
@@ -338,7 +338,7 @@ fn every_signing_case_is_fetched_with_its_signers_or_refused_by_name() {
     work.write("content.yaml", &text);
     let out = work.fetch_ok(&["--images-file", "images.yaml", "--config", "content.yaml"]);
     let lock = read_lock(&work);
-    assert_eq!(lock.lists.policy.as_deref(), Some("content.yaml"));
+    assert_eq!(lock.lists.policy.as_deref(), Some("../content.yaml"));
     for name in &valid {
         let c = case(&all, name);
         let image = locked_image(&lock, &host, name);
@@ -542,8 +542,10 @@ fn warn_fetches_and_says_why() {
             "{name}"
         );
         assert!(
-            work.path(&format!("images/{served}/example/{name}/index.json"))
-                .is_file(),
+            work.path(&format!(
+                "fetched/images/{served}/example/{name}/index.json"
+            ))
+            .is_file(),
             "{name} not fetched"
         );
     }
@@ -583,10 +585,10 @@ fn locked_fetches_verify_again_and_name_a_signature_pushed_by_someone_else() {
     work.write("content.yaml", &content(fixtures, &host, "require"));
     work.fetch_ok(&["--images-file", "images.yaml", "--config", "content.yaml"]);
     let lock = work.lock();
-    assert!(lock.contains("\n  policy: content.yaml\n"), "{lock}");
+    assert!(lock.contains("\n  policy: ../content.yaml\n"), "{lock}");
 
     // The lock alone: its lists and its policy, checked again.
-    let out = work.fetch_ok(&["--locked", "--lock", "chartreg.lock"]);
+    let out = work.fetch_ok(&["--locked", "--lock", "fetched/chartreg.lock"]);
     for name in names {
         assert!(
             out.contains(&format!("verified image {served}/example/{name}:v1: ")),
@@ -597,13 +599,13 @@ fn locked_fetches_verify_again_and_name_a_signature_pushed_by_someone_else() {
 
     // Upstream's `.sig` pushed again under the same tag, signed by another key.
     resign_sig_valid(&skopeo, fixtures, &all, &host);
-    let layout = work.path(&format!("images/{served}/example/sig-valid"));
+    let layout = work.path(&format!("fetched/images/{served}/example/sig-valid"));
     let before = snapshot(&layout);
     let key = match &signers(case(&all, "sig-valid"))[0] {
         Evidence::Key { key, .. } => key.clone(),
         other => panic!("{other:?}"),
     };
-    let e = work.fetch_fails(&["--locked", "--lock", "chartreg.lock"]);
+    let e = work.fetch_fails(&["--locked", "--lock", "fetched/chartreg.lock"]);
     let want = format!(
         "image {host}/example/sig-valid:v1: refused by content.yaml verify: image {served}/example/sig-valid:v1 ("
     );
@@ -634,7 +636,7 @@ fn locked_fetches_verify_again_and_name_a_signature_pushed_by_someone_else() {
     let e = work.fetch_fails(&[
         "--locked",
         "--lock",
-        "chartreg.lock",
+        "fetched/chartreg.lock",
         "--config",
         "warn.yaml",
     ]);
@@ -697,7 +699,7 @@ fn platforms_are_verified_against_the_index_upstream_signed() {
     );
     // The layout: the new index tagged, naming upstream's, whose bytes and signatures (the
     // `.sig` tag, the bundle referrer) are beside it as upstream wrote them.
-    let layout = work.path(&format!("images/{served}/example/index-valid"));
+    let layout = work.path(&format!("fetched/images/{served}/example/index-valid"));
     let fetched = index_of(&layout);
     let tagged = fetched
         .manifests
@@ -794,7 +796,7 @@ fn platforms_are_verified_against_the_index_upstream_signed() {
     let as_layout = work.write(
         "tampered.yaml",
         &policy.replace(
-            "lock: chartreg.lock\n",
+            "lock: fetched/chartreg.lock\n",
             &format!(
                 "layouts:\n  - from: {}\n    repository: {served}/example/index-valid\n",
                 layout.display()
@@ -828,7 +830,7 @@ fn platforms_are_verified_against_the_index_upstream_signed() {
         image.digest, index_case.digest
     );
     assert!(e.lines().any(|l| l == want), "no `{want}` in {e}");
-    assert!(!work.path("chartreg.lock").exists());
+    assert!(!work.path("fetched/chartreg.lock").exists());
 }
 
 /// A chart folder `name` `version` packaged and signed by Helm 4 with `key` into `out`.
@@ -980,9 +982,9 @@ fn charts_helm_signed_are_fetched_with_their_prov_and_verified() {
             )),
             "{version}: {out}"
         );
-        assert!(work.read(&format!("charts/signed-{version}.tgz")) == *data);
+        assert!(work.read(&format!("fetched/charts/signed-{version}.tgz")) == *data);
         let prov = common::read(&made.join(format!("signed-{version}.tgz.prov")));
-        assert!(work.read(&format!("charts/signed-{version}.tgz.prov")) == prov);
+        assert!(work.read(&format!("fetched/charts/signed-{version}.tgz.prov")) == prov);
         let chart = lock
             .charts
             .values()
@@ -1010,7 +1012,7 @@ fn charts_helm_signed_are_fetched_with_their_prov_and_verified() {
     assert_eq!(hello_locked.verified, None);
     assert!(!out.contains("verified chart hello"), "{out}");
     // Locked: checked again with the policy the lock records.
-    let locked = work.fetch_ok(&["--locked", "--lock", "chartreg.lock"]);
+    let locked = work.fetch_ok(&["--locked", "--lock", "fetched/chartreg.lock"]);
     assert!(
         locked.contains("verified chart signed 2.0.0: key"),
         "{locked}"
@@ -1026,7 +1028,7 @@ fn charts_helm_signed_are_fetched_with_their_prov_and_verified() {
     let e = work.fetch_fails(&[
         "--locked",
         "--lock",
-        "chartreg.lock",
+        "fetched/chartreg.lock",
         "--config",
         "other.yaml",
     ]);
@@ -1047,15 +1049,19 @@ fn charts_helm_signed_are_fetched_with_their_prov_and_verified() {
             )),
             "{version}: {e}"
         );
-        assert!(!work.path(&format!("charts/signed-{version}.tgz")).exists());
         assert!(
             !work
-                .path(&format!("charts/signed-{version}.tgz.prov"))
+                .path(&format!("fetched/charts/signed-{version}.tgz"))
+                .exists()
+        );
+        assert!(
+            !work
+                .path(&format!("fetched/charts/signed-{version}.tgz.prov"))
                 .exists()
         );
     }
-    assert!(!work.path("chartreg.lock").exists());
-    let left: Vec<String> = work.files("charts");
+    assert!(!work.path("fetched/chartreg.lock").exists());
+    let left: Vec<String> = work.files("fetched/charts");
     assert!(
         left.iter().all(|f| f == "hello-1.0.0.tgz"),
         "staged files left behind: {left:?}"
@@ -1072,7 +1078,7 @@ fn charts_helm_signed_are_fetched_with_their_prov_and_verified() {
         e.lines().any(|l| l.starts_with(&want)),
         "no `{want}` in {e}"
     );
-    assert!(!work.path("charts/hello-1.0.0.tgz").exists());
+    assert!(!work.path("fetched/charts/hello-1.0.0.tgz").exists());
 }
 
 /// Without a policy, `--locked` still holds the signatures to the lock: upstream's `.sig`
@@ -1103,9 +1109,9 @@ fn locked_fetches_refuse_changed_signatures_and_keep_the_layout() {
     assert_eq!(locked.len(), 1, "the .sig manifest: {lock}");
 
     resign_sig_valid(&skopeo, fixtures, &all, &host);
-    let layout = work.path(&format!("images/{served}/example/sig-valid"));
+    let layout = work.path(&format!("fetched/images/{served}/example/sig-valid"));
     let before = snapshot(&layout);
-    let e = work.fetch_fails(&["--locked", "--lock", "chartreg.lock"]);
+    let e = work.fetch_fails(&["--locked", "--lock", "fetched/chartreg.lock"]);
     let want = format!("image {host}/example/sig-valid:v1: its referrers are now sha256:",);
     let line = e
         .lines()

@@ -266,7 +266,7 @@ fn a_cosign_key_signs_the_image_and_cosigns_check_takes_it() {
             .output()
             .unwrap();
         assert!(taken.status.success(), "fetch: {}", text(&taken.stderr));
-        let lock = fs::read_to_string(fetched.join("chartreg.lock")).unwrap();
+        let lock = fs::read_to_string(fetched.join("fetched/chartreg.lock")).unwrap();
         let fingerprint = stdout
             .split("signed by key ")
             .nth(1)

@@ -293,9 +293,16 @@ fn bad_bundles_are_refused_naming_what_is_wrong_and_nothing_is_written() {
         args.extend(["--out", str_path(&out)]);
         let e = build_tool_fails(&args);
         assert!(
-            common::file_names(&out).iter().all(|n| n.starts_with('.')) || !out.exists(),
-            "a refused import writes no repository: {:?}",
+            !out.exists(),
+            "a refused import writes nothing: {:?}",
             common::file_names(&out)
+        );
+        assert!(
+            !common::file_names(work.path())
+                .iter()
+                .any(|n| n.starts_with(".assets")),
+            "a refused import leaves nothing beside its output folder: {:?}",
+            common::file_names(work.path())
         );
         e
     };
