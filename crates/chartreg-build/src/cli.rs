@@ -81,8 +81,8 @@ pub struct Cli {
 pub enum Command {
     /// Turn charts (packages and folders) and OCI image layouts into the layouts chartreg serves.
     Pack(PackArgs),
-    /// Take the charts and images that mindthegap-style lists name from upstream into `charts/`
-    /// and `images/`, pinned by a lock file (`chartreg.lock`).
+    /// Take the charts and images that mindthegap-style lists name from upstream into the
+    /// fetched folder (`fetched/`: `charts/`, `images/`), pinned by its lock (`chartreg.lock`).
     Fetch(FetchArgs),
     /// Import mindthegap bundles (earlier releases' charts and images) as OCI image layouts,
     /// digests unchanged; `pack` keeps them and merges packed charts of the same repository.

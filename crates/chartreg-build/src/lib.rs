@@ -14,7 +14,8 @@
 //! - [`compile`] compiles the server with that content inside, from the server kit that comes
 //!   with the tool, offline (`chartreg-build build`), after packing it.
 //! - [`fetch`] takes charts and images from upstream, as mindthegap's lists name them, into
-//!   `charts/` and `images/`, pinned by a [`lock`] (which `pack` reads too).
+//!   the fetched folder (`fetched/`: `charts/`, `images/` and the [`lock`] that pins them,
+//!   which `pack` reads too).
 //! - [`import`] takes mindthegap bundles (earlier releases' charts and images) into
 //!   `assets/`, digests unchanged; `pack` keeps what it imported.
 //! - [`pack`] turns inputs (chart packages, chart folders, OCI image layouts) into the OCI
@@ -34,6 +35,8 @@
 //!   bounds of time, memory and output, with an environment it names.
 //! - [`pin`] reads what an entry asks of an image repository: a tag, a digest, or both.
 //! - [`output`] prints the lines the commands show, escaped.
+//! - [`durable`] is how every command that writes changes its folder: at one commit point (a
+//!   new folder swapped in whole, fsync'd), stopping cleanly on SIGINT and SIGTERM.
 //!
 //! Everything it shares with the server (OCI vocabulary, layout writing) comes from
 //! `chartreg-core`; the server's HTTP stack is not a dependency, so nothing here can reach it.

@@ -267,6 +267,8 @@ fn install(from: &Path, to: &Path) -> Result<(), Error> {
         file.flush()?;
         file.sync_all()?;
         std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755))?;
+        // Asked to stop (SIGINT, SIGTERM) while compiling: the old binary stays.
+        crate::durable::stop::check().map_err(std::io::Error::other)?;
         std::fs::rename(&staged, to)
     })();
     if let Err(source) = copied {
@@ -277,4 +279,47 @@ fn install(from: &Path, to: &Path) -> Result<(), Error> {
         });
     }
     crate::durable::sync_dir(&folder).map_err(Error::Install)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A binary of this machine that runs until it is stopped.
+    fn program() -> PathBuf {
+        PathBuf::from("/bin/sleep")
+    }
+
+    #[test]
+    fn a_running_binary_is_replaced_by_one_rename_and_keeps_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("chartreg");
+        install(&program(), &out).unwrap();
+        let mut running = std::process::Command::new(&out).arg("60").spawn().unwrap();
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"#!/bin/sh\necho new\n").unwrap();
+        // Replacing it while it runs: no ETXTBSY, and the new bytes are in place at once.
+        install(&other, &out).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&other).unwrap());
+        assert!(
+            running.try_wait().unwrap().is_none(),
+            "the old binary kept running"
+        );
+        running.kill().unwrap();
+        running.wait().unwrap();
+        // A staged copy a killed run left is replaced, and nothing is left beside.
+        std::fs::write(dir.path().join(".chartreg.build-new"), b"stale").unwrap();
+        install(&program(), &out).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["chartreg", "other"]);
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+    }
 }

@@ -122,6 +122,12 @@ impl Generation {
         let (parent, leaf) = place(target)?;
         let held = Held::folder(&parent)?;
         let (staging, old) = beside(&parent, &leaf, run);
+        let target = parent.join(&leaf);
+        // A run that died between renaming the folder aside and the new one in (where the
+        // file system cannot exchange): the old folder is put back.
+        if fs::symlink_metadata(&target).is_err() && fs::symlink_metadata(&old).is_ok() {
+            fs::rename(&old, &target).map_err(Error::io(&target))?;
+        }
         for leftover in [&staging, &old] {
             if fs::symlink_metadata(leftover).is_ok() {
                 fs::remove_dir_all(leftover).map_err(Error::io(leftover))?;
@@ -129,7 +135,7 @@ impl Generation {
         }
         fs::create_dir(&staging).map_err(Error::io(&staging))?;
         Ok(Generation {
-            target: parent.join(&leaf),
+            target,
             parent,
             staging,
             old,
@@ -289,6 +295,18 @@ mod tests {
         assert!(names(generation.path()).is_empty());
         drop(generation);
         assert!(leftovers(&target, "pack").is_empty());
+    }
+
+    #[test]
+    fn a_folder_renamed_aside_by_a_run_that_died_is_put_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("assets");
+        fs::create_dir_all(dir.path().join(".assets.pack-old")).unwrap();
+        fs::write(dir.path().join(".assets.pack-old/kept"), "old").unwrap();
+        fs::create_dir_all(dir.path().join(".assets.pack-new")).unwrap();
+        drop(Generation::begin(&target, "pack").unwrap());
+        assert_eq!(names(&target), ["kept"]);
+        assert_eq!(names(dir.path()), ["assets"]);
     }
 
     #[test]

@@ -1,34 +1,38 @@
 //! `chartreg-build fetch`: from a list of upstream charts and images (mindthegap's files, as
-//! they are) to content, the same bytes every time, pinned by a lock file.
+//! they are) to content, the same bytes every time, pinned by a lock file, all in one folder
+//! that a run replaces whole (`folder`: `fetched/` holds the lock, `charts/` and `images/`).
 //!
 //! 1. The lists are read (`lists`): chart versions from classic repositories and `chartURLs`
 //!    (`oci://...` or packages), image tags by registry.
-//! 2. Charts are fetched in parallel (`charts`; `helm_repo` reads classic repositories, `oci`
-//!    talks to registries), each staged beside `<charts>/<name>-<version>.tgz` (and `.prov`),
-//!    read as the chart it must be; images (by tag, digest or both: `crate::pin`), a
-//!    repository at a time, into OCI image layouts (`images`, filled in `staging`), with their
-//!    referrers. Files already there with the right digest are not downloaded again; every
-//!    download is bounded and checked before it replaces anything (`transport`).
-//! 3. With `--config FILE`, the content file's `verify:` policy checks each chart and image
-//!    before it takes its place (`verify`): a refusal fails the entry. With
-//!    `--with-chart-images`, each chart is rendered from where it waits (`chart_images`): one
-//!    whose images cannot be found fails, and leaves nothing. The charts left then take their
-//!    places.
-//! 4. The lock (`lock`) records what each entry resolved to, and who signed it. Without
-//!    `--locked` it is rewritten and what changed is printed; with `--locked`, any difference
-//!    from it (an upstream re-push, a list asking for other entries, other signers) is an error
-//!    naming each entry, and nothing is written.
+//! 2. A new fetched folder is begun beside the current one (`crate::durable::Generation`),
+//!    holding the current one's files, linked (`folder::seed`; or an earlier chartreg-build's
+//!    lock's files, moved). Everything below writes only there.
+//! 3. Charts are fetched in parallel (`charts`; `helm_repo` reads classic repositories, `oci`
+//!    talks to registries), each as `charts/<name>-<version>.tgz` (and `.prov`), read as the
+//!    chart it must be; images (by tag, digest or both: `crate::pin`), a repository at a time,
+//!    into OCI image layouts (`images`, filled in `staging`), with their referrers. Files
+//!    already there with the right digest are not downloaded again; every download is bounded
+//!    and checked (`transport`).
+//! 4. With `--config FILE`, the content file's `verify:` policy checks each chart and image
+//!    (`verify`): a refusal fails the entry. With `--with-chart-images`, each chart is rendered
+//!    (`chart_images`): one whose images cannot be found fails.
+//! 5. Any entry that failed fails the run, and the new folder is removed: the fetched folder
+//!    is as it was. Otherwise the lock (`lock`) records what each entry resolved to, and who
+//!    signed it; with `--locked`, any difference from it (an upstream re-push, a list asking
+//!    for other entries, other signers) is an error naming each entry, and the lock stays. What
+//!    the lock does not pin is pruned from the new folder (`folder::prune`), which is then
+//!    swapped in at one commit point, unless it holds what the current one does.
 //!
 //! Errors name the repository, chart and version (or image) (`failed`) and say what went wrong
 //! (`problem`): not found, authentication refused, digest mismatch, TLS failure, each with the
-//! error under it.
+//! error under it. SIGINT and SIGTERM stop a run before its commit point.
 //!
 //! `pull` takes one image of one platform into a layout, with the same parts, for `diff`.
 //!
 //! This module runs those steps in order (`options` holds what they are asked and hand back);
 //! `charts` and `images` each run their half, `command` is the command line over it. Modules
-//! below them (`helm_repo`, `oci`, `staging`, `transport`, `verify`, `problem`) use none of
-//! the ones above.
+//! below them (`helm_repo`, `oci`, `staging`, `transport`, `verify`, `problem`, `folder`) use
+//! none of the ones above.
 
 mod chart_images;
 mod charts;

@@ -143,3 +143,67 @@ fn check_finds_what_is_stale_and_writes_nothing() {
     let r = check(&scene);
     assert!(r.status.success(), "{}", text(&r.stderr));
 }
+
+/// What an interrupted run of an earlier chartreg-build left in the output folder (a
+/// repository's old or staged folder, a record's staged copy, import-bundle's staging) and what
+/// a killed run leaves beside it (the new folder it was filling): `--check` names each as a
+/// difference, and the next pack removes them all, its own repositories unchanged.
+#[test]
+fn what_interrupted_runs_left_is_a_difference_and_the_next_run_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("assets");
+    let a = dir.path().join("a");
+    fs::create_dir_all(&a).unwrap();
+    fs::write(a.join("one-1.0.0.tgz"), chart(&chart_yaml("one", "1.0.0"))).unwrap();
+    let r = run(&[a.to_str().unwrap()], &out);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let files = |dir: &Path| chartreg_core::tree::read_dir(dir, dir).unwrap();
+    let packed = files(&out);
+    let left = [
+        "charts/.one.pack-old/index.json",
+        "charts/.one.pack-new/blobs/sha256/x",
+        "..chartreg-pack.json.new",
+        ".chartreg-import/blobs/x",
+    ];
+    for file in left {
+        let path = out.join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, "left").unwrap();
+    }
+    let beside = dir.path().join(".assets.pack-new");
+    fs::create_dir_all(beside.join("charts")).unwrap();
+
+    let r = run(&[a.to_str().unwrap(), "--check"], &out);
+    assert!(!r.status.success(), "--check took leftovers as up to date");
+    let e = text(&r.stderr);
+    for name in [
+        "charts/.one.pack-old",
+        "charts/.one.pack-new",
+        "..chartreg-pack.json.new",
+        ".chartreg-import",
+        ".assets.pack-new",
+    ] {
+        assert!(e.contains(name), "--check does not name {name}: {e}");
+    }
+    assert!(e.contains("left by an interrupted run"), "{e}");
+
+    let r = run(&[a.to_str().unwrap()], &out);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(text(&r.stdout).starts_with("wrote "), "{}", text(&r.stdout));
+    assert!(
+        files(&out) == packed,
+        "leftovers stayed, or the content changed"
+    );
+    assert_eq!(common_names(dir.path()), ["a", "assets"]);
+    let r = run(&[a.to_str().unwrap(), "--check"], &out);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+}
+
+fn common_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
