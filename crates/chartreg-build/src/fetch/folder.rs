@@ -251,10 +251,45 @@ pub(super) fn finish_move(old_path: &Path, old: &Lock, dir: &Path) -> Vec<String
         remove(&with_prov(&file), false);
         remove(&file, false);
     }
+    let mut folders = BTreeSet::new();
     for image in old.images.values() {
-        remove(&resolved(old_path, &image.layout), true);
+        let layout = resolved(old_path, &image.layout);
+        folders.extend(layout.parent().map(Path::to_owned));
+        remove(&layout, true);
+    }
+    for chart in old.charts.values() {
+        folders.extend(resolved(old_path, &chart.file).parent().map(Path::to_owned));
+    }
+    // What interrupted runs of the earlier chartreg-build left beside those files: its staged
+    // downloads and layouts.
+    for folder in folders {
+        let Ok(entries) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if earlier_leftover(&name) {
+                let all = entry.file_type().is_ok_and(|t| t.is_dir());
+                remove(&entry.path(), all);
+            }
+        }
     }
     warnings
+}
+
+/// Whether `name` is what an interrupted run of a chartreg-build before the fetched folder left
+/// beside a package or a layout: a staged package, `.prov` or layout (`.NAME.fetch-new`,
+/// `.NAME.fetch-old`), a partial download (`.NAME.part-PID-N`), a download named by its digest
+/// or URL (`.HEX.oci-download`, `.HEX.url-download`).
+fn earlier_leftover(name: &str) -> bool {
+    name.starts_with('.')
+        && (name.ends_with(".fetch-new")
+            || name.ends_with(".fetch-old")
+            || name.contains(".part-")
+            || name.ends_with(".oci-download")
+            || name.ends_with(".url-download")
+            || name.ends_with(".oci-download.prov")
+            || name.ends_with(".url-download.prov"))
 }
 
 #[cfg(test)]

@@ -227,6 +227,13 @@ fn an_earlier_lock_beside_the_lists_is_moved_into_the_fetched_folder_once_a_fetc
         package("hello-0.1.0.tgz"),
     )
     .expect("write package");
+    // What an interrupted run of the earlier chartreg-build left beside its packages.
+    for left in [
+        ".hello-1.0.0.tgz.fetch-new",
+        "..hello-1.0.0.tgz.fetch-new.part-7-0",
+    ] {
+        std::fs::write(work.path("charts").join(left), b"partial").expect("write");
+    }
     let files = || chartreg_core::tree::read_dir(work.dir.path(), work.dir.path()).expect("read");
     let before = files();
 

@@ -45,7 +45,7 @@ pub fn write_into(
 ) -> Result<Outcome, WriteError> {
     let existing = current.join(prefix);
     if holds(&existing, current, tree)? {
-        for (path, _) in tree {
+        for path in tree.keys() {
             let relative = relative_to(path, prefix);
             let (from, to) = (existing.join(relative), dir.join(relative));
             if let Some(folder) = to.parent() {
