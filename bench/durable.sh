@@ -2,10 +2,12 @@
 # What durable writes cost: `chartreg-build pack` of the scaling study's large content sets
 # (bench/gen_scale.py: an add-on set of G GiB of images and charts, and 10,000 chart versions),
 # every layout given as `--layout`, timed three ways side by side on this machine:
-#   fsync    the tool as it is: a new output folder beside the old one, every file it wrote and
-#            every folder fsync'd, swapped in with renameat2(RENAME_EXCHANGE);
-#   no-fsync the same binary under eatmydata (its LD_PRELOAD makes libc's fsync a no-op; the
-#            tool fsyncs through libc), so the difference is what fsync costs;
+#   sync     the tool as it is: a new output folder beside the old one, made durable (one
+#            syncfs of its file system, then a fsync of its parent once swapped in with
+#            renameat2(RENAME_EXCHANGE)), run under strace tracing those calls only
+#            (--seccomp-bpf: no other system call stops);
+#   no-sync  the same, with strace making syncfs, fsync and fdatasync return 0 without running
+#            (-e inject=...:retval=0), so the difference is what making it durable costs;
 #   before   the tool before durable writes (DURABLE_BEFORE=PATH to its chartreg-build; left out
 #            when not given), which renamed each repository into place and fsync'd nothing.
 # Each is timed for a first pack into an empty folder (every blob written) and for a pack after
@@ -31,8 +33,9 @@ BEFORE=${DURABLE_BEFORE:-}
 
 log() { printf '[durable %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-command -v eatmydata >/dev/null || scripts/install-bench-tools.sh
+command -v strace >/dev/null || scripts/install-tools.sh
 [[ -x $TOOL ]] || cargo build --quiet --release -p chartreg-build
+TOOL=$(realpath "$TOOL")
 mkdir -p "$WORK" bench/results
 : >"$RESULTS"
 
@@ -65,10 +68,11 @@ for set in $SETS; do
     done < <(find "$gen" -name oci-layout | sort)
     files=$(find "$gen" -type f | wc -l)
     bytes=$(du -sb "$gen" | cut -f1)
-    for who in fsync no-fsync before; do
+    syncs=syncfs,fsync,fdatasync
+    for who in sync no-sync before; do
         case $who in
-            fsync) run=("$ROOT/$TOOL") ;;
-            no-fsync) run=(eatmydata "$ROOT/$TOOL") ;;
+            sync) run=(strace -f --seccomp-bpf -o /dev/null -e trace=$syncs "$TOOL") ;;
+            no-sync) run=(strace -f --seccomp-bpf -o /dev/null -e trace=$syncs -e inject=$syncs:retval=0 "$TOOL") ;;
             before) [[ -n $BEFORE ]] || continue; run=("$BEFORE") ;;
         esac
         first=() again=()

@@ -3,7 +3,6 @@
 #
 #   wrk, nginx (nginx-light), gnuplot-nox, openssl, curl,   (Debian packages)
 #   h2load (nghttp2-client: the HTTP/2 large-blob case)
-#   eatmydata (bench/durable.sh: the build tool's writes without fsync, to measure fsync)
 #   .tools/oha/bin/oha   oha 1.16.0 (crates.io, `cargo install --locked`; a few minutes once)
 #   skopeo, docker-registry (CNCF distribution), ...         (scripts/install-tools.sh)
 #
@@ -34,7 +33,6 @@ command -v gnuplot >/dev/null 2>&1 || missing+=(gnuplot-nox)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v h2load >/dev/null 2>&1 || missing+=(nghttp2-client)
-command -v eatmydata >/dev/null 2>&1 || missing+=(eatmydata)
 
 if ((${#missing[@]})); then
     log "apt-get install ${missing[*]}"

@@ -8,8 +8,8 @@
 //!    current folder ([`Generation::current`]).
 //! 3. [`Generation::commit`]: nothing is done when the staging folder holds what the current
 //!    one does ([`Committed::Unchanged`]); otherwise, unless a stop was asked for, the new
-//!    files and every folder are fsync'd, the two folders exchanged (renamed in when there was
-//!    none), the parent fsync'd, and the old folder removed ([`Committed::Written`]).
+//!    folder is made durable (`sync_new_files`), the two folders exchanged (renamed in when
+//!    there was none), the parent fsync'd, and the old folder removed ([`Committed::Written`]).
 //!
 //! Dropped before its commit, a generation removes its staging folder: a failure leaves the
 //! folder as it was, and nothing beside it.

@@ -4,9 +4,9 @@
 //! - [`Generation`]: a folder a run replaces whole (`fetch`'s folder, `pack`'s and
 //!   `import-bundle`'s output, `image`'s layout). The new folder is filled beside the old one
 //!   (`.<name>.<run>-new`), with what stays the same hard-linked from it ([`link_tree`]); at
-//!   the commit, every file the run wrote and every folder is fsync'd, the two folders are
-//!   exchanged in one `renameat2(RENAME_EXCHANGE)`, the parent folder is fsync'd, and the old
-//!   folder is removed. Before the exchange the old folder is all there is; after it, the new
+//!   the commit, the new folder is made durable (one `syncfs` of its file system:
+//!   [`sync_new_files`]), the two folders are exchanged in one `renameat2(RENAME_EXCHANGE)`, the
+//!   parent folder is fsync'd, and the old folder is removed. Before the exchange the old folder is all there is; after it, the new
 //!   one. A run that fails removes its folder; one that is killed leaves it, hidden, and the
 //!   next run removes it first ([`leftovers`] names what is left).
 //! - [`replace_file`]: one file, written beside its place, fsync'd, renamed over it, its folder
@@ -23,7 +23,7 @@ mod files;
 mod generation;
 pub mod stop;
 
-pub use files::{link_tree, replace_file, same_tree, sync_dir, sync_new_files};
+pub use files::{Synced, link_tree, replace_file, same_tree, sync_dir, sync_new_files};
 pub use generation::{Committed, Generation, Held, leftovers};
 pub use stop::Stopped;
 

@@ -267,9 +267,12 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
     // The key opens before anything is built or written.
     let signer = match &args.sign_key {
         Some(path) => {
-            let password = std::env::var_os(super::sign::PASSWORD_VARIABLE)
-                .map(|p| p.into_encoded_bytes())
-                .unwrap_or_default();
+            // Wiped once the key is open.
+            let password = zeroize::Zeroizing::new(
+                std::env::var_os(super::sign::PASSWORD_VARIABLE)
+                    .map(|p| p.into_encoded_bytes())
+                    .unwrap_or_default(),
+            );
             Some(super::sign::Signer::read(path, &password)?)
         }
         None => None,

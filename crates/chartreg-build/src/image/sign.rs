@@ -24,6 +24,7 @@ use chartreg_core::oci::Digest;
 use p256::ecdsa::signature::Signer as _;
 use p256::pkcs8::{DecodePrivateKey, EncodePublicKey};
 use serde::Deserialize;
+use zeroize::Zeroizing;
 
 /// The variable cosign reads a key's password from.
 pub const PASSWORD_VARIABLE: &str = "COSIGN_PASSWORD";
@@ -32,8 +33,15 @@ pub const PASSWORD_VARIABLE: &str = "COSIGN_PASSWORD";
 pub use crate::verify::cosign::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
 /// The artifactType of a cosign signature attached as an OCI 1.1 referrer.
 pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.cosign.artifact.sig.v1+json";
-/// The largest scrypt cost taken, 2^18 (256 MiB at r = 8); cosign writes 2^15.
-const MAX_LOG_N: u8 = 18;
+/// The scrypt parameters a key file may ask for, checked before anything is derived: cosign
+/// writes N = 2^15, r = 8, p = 1 (32 MiB, 2^18 blocks of work). scrypt needs 128·r·N bytes and
+/// 128·r·N·p of work (BlockMix per element): a key file asking for more than 256 MiB, or more
+/// than 16 times cosign's work, is refused at once, naming the parameter.
+const MAX_LOG_N: u8 = 20;
+const MAX_R: u32 = 32;
+const MAX_P: u32 = 16;
+const MAX_MEMORY: u64 = 256 << 20;
+const MAX_WORK: u64 = 16 << 18;
 /// The most of a key file read (a cosign key is well under a KiB).
 const KEY_LIMIT: u64 = 1 << 20;
 
@@ -142,18 +150,7 @@ impl Signer {
                 encrypted.kdf.name, encrypted.cipher.name
             )));
         }
-        let KdfParams { n, r, p } = encrypted.kdf.params;
-        let log_n = (n.is_power_of_two() && n > 1)
-            .then(|| n.trailing_zeros())
-            .and_then(|l| u8::try_from(l).ok())
-            .filter(|l| *l <= MAX_LOG_N)
-            .ok_or_else(|| {
-                not(&format!(
-                    "its scrypt N {n} is not a power of two up to 2^{MAX_LOG_N}"
-                ))
-            })?;
-        let params = scrypt::Params::new(log_n, r, p, 32)
-            .map_err(|e| not(&format!("its scrypt parameters: {e}")))?;
+        let params = scrypt_params(encrypted.kdf.params).map_err(|e| not(&e))?;
         let decode = |what: &str, b64: &str| {
             STANDARD
                 .decode(b64)
@@ -162,18 +159,22 @@ impl Signer {
         let salt = decode("salt", &encrypted.kdf.salt)?;
         let nonce = decode("nonce", &encrypted.cipher.nonce)?;
         let ciphertext = decode("ciphertext", &encrypted.ciphertext)?;
-        let mut secret = [0u8; 32];
-        scrypt::scrypt(password, &salt, &params, &mut secret)
+        // Every secret is wiped when it goes: the derived key, the decrypted PKCS#8 (the signing
+        // key wipes itself).
+        let mut secret = Zeroizing::new([0u8; 32]);
+        scrypt::scrypt(password, &salt, &params, secret.as_mut())
             .map_err(|e| not(&format!("scrypt: {e}")))?;
         use crypto_secretbox::aead::{Aead, KeyInit};
         let nonce: [u8; 24] = nonce
             .try_into()
             .map_err(|_| not("its nonce is not 24 bytes"))?;
-        let der = crypto_secretbox::XSalsa20Poly1305::new(&secret.into())
-            .decrypt(&nonce.into(), ciphertext.as_slice())
-            .map_err(|_| SignError::Password {
-                path: path.to_owned(),
-            })?;
+        let der = Zeroizing::new(
+            crypto_secretbox::XSalsa20Poly1305::new(&(*secret).into())
+                .decrypt(&nonce.into(), ciphertext.as_slice())
+                .map_err(|_| SignError::Password {
+                    path: path.to_owned(),
+                })?,
+        );
         let key =
             p256::ecdsa::SigningKey::from_pkcs8_der(&der).map_err(|e| SignError::NotP256 {
                 path: path.to_owned(),
@@ -224,6 +225,37 @@ impl Signer {
     }
 }
 
+/// The scrypt parameters of a key file, within the bounds above; the error names the one past
+/// its bound.
+fn scrypt_params(KdfParams { n, r, p }: KdfParams) -> Result<scrypt::Params, String> {
+    let log_n = (n.is_power_of_two() && n > 1)
+        .then(|| n.trailing_zeros())
+        .and_then(|l| u8::try_from(l).ok())
+        .filter(|l| *l <= MAX_LOG_N)
+        .ok_or_else(|| format!("its scrypt N {n} is not a power of two up to 2^{MAX_LOG_N}"))?;
+    if r == 0 || r > MAX_R {
+        return Err(format!("its scrypt r {r} is not from 1 to {MAX_R}"));
+    }
+    if p == 0 || p > MAX_P {
+        return Err(format!("its scrypt p {p} is not from 1 to {MAX_P}"));
+    }
+    let memory = 128 * u64::from(r) * n;
+    if memory > MAX_MEMORY {
+        return Err(format!(
+            "its scrypt N {n} and r {r} ask for {} MiB, more than the {} MiB taken",
+            memory >> 20,
+            MAX_MEMORY >> 20
+        ));
+    }
+    let work = n * u64::from(r) * u64::from(p);
+    if work > MAX_WORK {
+        return Err(format!(
+            "its scrypt N {n}, r {r} and p {p} ask for {work} blocks of work, more than the {MAX_WORK} taken (16 times cosign's)"
+        ));
+    }
+    scrypt::Params::new(log_n, r, p, 32).map_err(|e| format!("its scrypt parameters: {e}"))
+}
+
 /// The base64 between the BEGIN and END lines of cosign's private key block.
 fn pem_body(text: &str) -> Option<String> {
     for label in [
@@ -239,4 +271,64 @@ fn pem_body(text: &str) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[rstest::rstest]
+    #[case(32768, 8, 1, None)]
+    #[case(1 << 20, 2, 1, None)]
+    #[case(1 << 21, 1, 1, Some("its scrypt N 2097152 is not a power of two up to 2^20"))]
+    #[case(3, 8, 1, Some("its scrypt N 3 is not a power of two"))]
+    #[case(32768, 0, 1, Some("its scrypt r 0 is not from 1 to 32"))]
+    #[case(
+        32768,
+        u32::MAX,
+        1,
+        Some("its scrypt r 4294967295 is not from 1 to 32")
+    )]
+    #[case(
+        32768,
+        8,
+        u32::MAX,
+        Some("its scrypt p 4294967295 is not from 1 to 16")
+    )]
+    #[case(1 << 20, 8, 1, Some("its scrypt N 1048576 and r 8 ask for 1024 MiB"))]
+    #[case(1 << 15, 8, 16, None)]
+    #[case(1 << 18, 8, 16, Some("ask for 33554432 blocks of work"))]
+    fn scrypt_parameters_past_their_bounds_are_refused_naming_them(
+        #[case] n: u64,
+        #[case] r: u32,
+        #[case] p: u32,
+        #[case] refused: Option<&str>,
+    ) {
+        let started = std::time::Instant::now();
+        match (scrypt_params(KdfParams { n, r, p }), refused) {
+            (Ok(_), None) => {}
+            (Err(e), Some(want)) => assert!(e.starts_with(want) || e.contains(want), "{e}"),
+            (got, want) => panic!("{n} {r} {p}: {:?}, wanted {want:?}", got.map(|_| ())),
+        }
+        assert!(started.elapsed() < std::time::Duration::from_millis(50));
+    }
+
+    #[test]
+    fn a_hostile_key_file_is_refused_before_anything_is_derived() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cosign.key");
+        let json = r#"{"kdf":{"name":"scrypt","params":{"N":32768,"r":4294967295,"p":4294967295},"salt":"AAAA"},"cipher":{"name":"nacl/secretbox","nonce":"AAAA"},"ciphertext":"AAAA"}"#;
+        std::fs::write(
+            &path,
+            format!(
+                "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n{}\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n",
+                STANDARD.encode(json)
+            ),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let e = Signer::read(&path, b"pw").unwrap_err();
+        assert!(e.to_string().contains("its scrypt r 4294967295"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
 }

@@ -107,11 +107,6 @@ fn write_entry(entry: &Entry, file: &Path) -> Result<(), WriteError> {
     let blob = match entry {
         Entry::Bytes(data) => return fs::write(file, data).map_err(io_at(file)),
         Entry::Link(blob) if fs::hard_link(&blob.path, file).is_ok() => {
-            // A file staged by this run, and now one of the output's: durable before the
-            // output is committed (a file written here is made so at the commit).
-            fs::File::open(file)
-                .and_then(|f| f.sync_all())
-                .map_err(io_at(file))?;
             let (size, sha256) = hash_file(file).map_err(io_at(file))?;
             if size != blob.size || Some(sha256) != blob.digest.sha256() {
                 let _ = fs::remove_file(file);
