@@ -233,9 +233,9 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
 
 /// Copies `from` beside `to` (`.<name>.build-new`), fsyncs it, and renames it over `to`,
 /// executable, then fsyncs the folder: a running `to` keeps running the file it started from,
-/// and `to` is the old binary or the new one, never a part, whatever stops this. The folder is
-/// locked while it is written (`crate::durable::Held`); a staged copy a killed run left is
-/// replaced.
+/// and `to` is the old binary or the new one, never a part, whatever stops this. `to` is held
+/// against other runs while it is written (`crate::durable::Held`); a staged copy a killed run
+/// left is replaced.
 fn install(from: &Path, to: &Path) -> Result<(), Error> {
     use std::io::Write as _;
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
@@ -248,7 +248,7 @@ fn install(from: &Path, to: &Path) -> Result<(), Error> {
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&folder).map_err(io(&folder))?;
-    let _held = crate::durable::Held::folder(&folder).map_err(Error::Install)?;
+    let _held = crate::durable::Held::place(to).map_err(Error::Install)?;
     let name = to
         .file_name()
         .map_or_else(|| "chartreg".into(), |n| n.to_string_lossy().into_owned());

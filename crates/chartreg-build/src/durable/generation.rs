@@ -1,6 +1,6 @@
 //! A folder replaced whole ([`Generation`]): see the module doc of `durable` for the shape.
 //!
-//! 1. [`Generation::begin`] locks the folder's parent ([`Held`]), removes what an earlier run
+//! 1. [`Generation::begin`] holds the folder against other runs ([`Held`]), removes what an earlier run
 //!    of the same kind left beside the folder (its staging and old folders), and makes the
 //!    staging folder `.<name>.<run>-new` beside it (the same file system: links and the
 //!    exchange need it).
@@ -15,38 +15,41 @@
 //! folder as it was, and nothing beside it.
 
 use std::fs;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FlockOperation, Mode, OFlags, RenameFlags};
+use rustix::fs::RenameFlags;
 
 use super::files::{same_tree, sync_dir, sync_new_files};
 use super::{Error, stop};
 
-/// A folder locked against other runs (`flock` on it, released when dropped or when the
-/// process ends).
+/// A place held against other runs: an abstract Unix socket named after it (no file on disk;
+/// the kernel frees the name when the process ends, however it ends), so that two runs never
+/// fill one staging folder, and runs on other places never wait on each other.
 #[derive(Debug)]
 pub struct Held {
-    _fd: OwnedFd,
+    _socket: std::os::unix::net::UnixListener,
 }
 
 impl Held {
-    /// Locks `folder`, or says another run holds it. A file system that cannot lock (some
-    /// network file systems) is not locked.
-    pub fn folder(folder: &Path) -> Result<Option<Held>, Error> {
-        let fd = rustix::fs::open(
-            folder,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::Io {
-            path: folder.to_owned(),
-            source: e.into(),
-        })?;
-        match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Some(Held { _fd: fd })),
-            Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::Busy(folder.to_owned())),
-            Err(_) => Ok(None),
+    /// Holds `path` (made absolute, its parent's links resolved), or says another run holds it.
+    pub fn place(path: &Path) -> Result<Held, Error> {
+        use sha2::Digest as _;
+        use std::os::linux::net::SocketAddrExt as _;
+        let absolute = std::path::absolute(path).map_err(Error::io(path))?;
+        let name = format!(
+            "chartreg-build/{}",
+            hex::encode(sha2::Sha256::digest(
+                absolute.as_os_str().as_encoded_bytes()
+            ))
+        );
+        let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+            .map_err(Error::io(path))?;
+        match std::os::unix::net::UnixListener::bind_addr(&address) {
+            Ok(socket) => Ok(Held { _socket: socket }),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                Err(Error::Busy(path.to_owned()))
+            }
+            Err(e) => Err(Error::io(path)(e)),
         }
     }
 }
@@ -68,7 +71,7 @@ pub struct Generation {
     staging: PathBuf,
     old: PathBuf,
     done: bool,
-    _held: Option<Held>,
+    _held: Held,
 }
 
 /// The names beside `target` that a run of kind `run` stages in and moves the old folder to.
@@ -120,7 +123,7 @@ impl Generation {
     /// (`fetch`, `pack`, `image`): see the module doc, step 1.
     pub fn begin(target: &Path, run: &str) -> Result<Generation, Error> {
         let (parent, leaf) = place(target)?;
-        let held = Held::folder(&parent)?;
+        let held = Held::place(&parent.join(&leaf))?;
         let (staging, old) = beside(&parent, &leaf, run);
         let target = parent.join(&leaf);
         // A run that died between renaming the folder aside and the new one in (where the
@@ -310,14 +313,17 @@ mod tests {
     }
 
     #[test]
-    fn one_run_at_a_time() {
+    fn one_run_at_a_time_in_a_folder_and_runs_beside_it_go_on() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("assets");
         let first = Generation::begin(&target, "pack").unwrap();
-        let e = Generation::begin(&dir.path().join("fetched"), "fetch").unwrap_err();
+        let e = Generation::begin(&target, "import").unwrap_err();
         assert!(matches!(e, Error::Busy(_)), "{e}");
+        // Another folder in the same parent is another place.
+        let beside = Generation::begin(&dir.path().join("fetched"), "fetch").unwrap();
         drop(first);
         Generation::begin(&target, "pack").unwrap();
+        drop(beside);
     }
 
     #[test]

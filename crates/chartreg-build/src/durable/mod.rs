@@ -11,8 +11,9 @@
 //!   next run removes it first ([`leftovers`] names what is left).
 //! - [`replace_file`]: one file, written beside its place, fsync'd, renamed over it, its folder
 //!   fsync'd.
-//! - [`Held`]: a run holds its folder's parent locked (`flock`), so that two runs never fill
-//!   one staging folder; the kernel releases it when the process ends, however it ends.
+//! - [`Held`]: a run holds its folder (an abstract Unix socket named after it), so that two
+//!   runs never fill one staging folder; the kernel frees it when the process ends, however it
+//!   ends.
 //! - [`stop`]: SIGINT and SIGTERM ask a run to stop; it stops before its commit point, removes
 //!   what it staged, and exits 130 or 143 ([`Stopped`]).
 //!
@@ -39,7 +40,7 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error(
-        "{}: another chartreg-build run is writing here (it holds the folder locked); wait for it to end",
+        "{}: another chartreg-build run is writing it; wait for that run to end",
         .0.display()
     )]
     Busy(PathBuf),

@@ -315,11 +315,36 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
         .collect();
     let written_here =
         |path: &str| ours.iter().any(|name| within(path, name)) || owned::leftover(path);
-    durable::link_tree(out, staging, &written_here).map_err(at(out))?;
-    for (name, tree) in trees {
+    // Which repositories differ, found once: a run that changes nothing links nothing.
+    let mut outcomes = Vec::with_capacity(trees.len());
+    for (name, tree) in &trees {
         durable::stop::check().map_err(|e| at(out)(durable::Error::from(e)))?;
-        match tree::write_into(tree, out, name, &staging.join(name)).map_err(write_error)? {
-            Outcome::Written => report.written.push(name.clone()),
+        let holds = tree::holds(tree, out, name).map_err(write_error)?;
+        outcomes.push(if holds {
+            Outcome::Unchanged
+        } else {
+            Outcome::Written
+        });
+    }
+    let same_bookkeeping = kept
+        .iter()
+        .all(|(file, data)| fs::read(out.join(file)).ok() == *data);
+    let nothing_to_remove = plan.removals.iter().all(|name| !out.join(name).exists());
+    if outcomes.iter().all(|o| *o == Outcome::Unchanged)
+        && same_bookkeeping
+        && nothing_to_remove
+        && leftovers(out).is_empty()
+    {
+        report.unchanged = trees.len();
+        return Ok(report);
+    }
+    durable::link_tree(out, staging, &written_here).map_err(at(out))?;
+    for ((name, tree), outcome) in trees.iter().zip(outcomes) {
+        durable::stop::check().map_err(|e| at(out)(durable::Error::from(e)))?;
+        tree::put_into(tree, out, name, &staging.join(name.as_str()), outcome)
+            .map_err(write_error)?;
+        match outcome {
+            Outcome::Written => report.written.push((*name).clone()),
             Outcome::Unchanged => report.unchanged += 1,
         }
     }

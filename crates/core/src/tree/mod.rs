@@ -29,7 +29,7 @@ mod layout;
 mod write;
 
 pub use layout::LayoutBuilder;
-pub use write::{Outcome, WriteError, holds_tree as holds, write_into};
+pub use write::{Outcome, WriteError, holds_tree as holds, put_into, write_into};
 
 /// Paths (relative to the content root) and bytes of one or more layouts, in memory.
 pub type Files = BTreeMap<String, Vec<u8>>;

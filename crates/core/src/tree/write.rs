@@ -43,8 +43,26 @@ pub fn write_into(
     prefix: &str,
     dir: &Path,
 ) -> Result<Outcome, WriteError> {
-    let existing = current.join(prefix);
-    if holds(&existing, current, tree)? {
+    let outcome = if holds(&current.join(prefix), current, tree)? {
+        Outcome::Unchanged
+    } else {
+        Outcome::Written
+    };
+    put_into(tree, current, prefix, dir, outcome)?;
+    Ok(outcome)
+}
+
+/// [`write_into`] once whether the current folder holds the tree is known (`outcome`, from
+/// [`holds_tree`]): `Unchanged` links the current folder's files, `Written` writes the tree.
+pub fn put_into(
+    tree: &Tree,
+    current: &Path,
+    prefix: &str,
+    dir: &Path,
+    outcome: Outcome,
+) -> Result<(), WriteError> {
+    if outcome == Outcome::Unchanged {
+        let existing = current.join(prefix);
         for path in tree.keys() {
             let relative = relative_to(path, prefix);
             let (from, to) = (existing.join(relative), dir.join(relative));
@@ -55,13 +73,13 @@ pub fn write_into(
                 fs::copy(&from, &to).map_err(io_at(&to))?;
             }
         }
-        return Ok(Outcome::Unchanged);
+        return Ok(());
     }
     fs::create_dir_all(dir).map_err(io_at(dir))?;
     for (path, entry) in tree {
         write_entry(entry, &dir.join(relative_to(path, prefix)))?;
     }
-    Ok(Outcome::Written)
+    Ok(())
 }
 
 /// `path` without its leading `<prefix>/`.
