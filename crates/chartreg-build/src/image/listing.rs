@@ -87,15 +87,15 @@ pub enum ListingError {
     #[error("the listing is {bytes} bytes, more than {} MiB, the most an image carries", MAX_BYTES >> 20)]
     TooLarge { bytes: u64 },
     #[error(
-        "its listing layer decompresses to more than {} MiB, the most read of it: refused",
+        "it decompresses to more than {} MiB, the most read of a listing's layer: refused",
         (MAX_BYTES + TAR_SLACK) >> 20
     )]
     Decompression,
-    #[error("its listing layer is no tar ({0})")]
+    #[error("no tar ({0})")]
     NotTar(#[source] io::Error),
-    #[error("its listing layer holds no {FILE}")]
+    #[error("it holds no {FILE}")]
     NoFile,
-    #[error("its listing layer's {FILE} is no regular file (a {0}): refused")]
+    #[error("its {FILE} is no regular file (a {0}): refused")]
     NotFile(String),
     #[error("its {FILE} is no listing: {0}")]
     NotJson(#[source] serde_json::Error),

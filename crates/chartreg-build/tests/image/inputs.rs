@@ -266,7 +266,14 @@ fn the_listing_is_a_file_or_what_a_binary_here_says() {
     let bin = write_binary(&dir.path().join("chartreg"), b"hello\n");
     let arm = format!("linux/arm64={}", s(&bin));
     let out = dir.path().join("oci");
-    let base = ["--binary", &arm, "--out", s(&out), "--content-digest", CONTENT];
+    let base = [
+        "--binary",
+        &arm,
+        "--out",
+        s(&out),
+        "--content-digest",
+        CONTENT,
+    ];
     fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
         [base, more, &["--no-sbom"]].concat()
     }
@@ -320,14 +327,28 @@ fn the_listing_is_a_file_or_what_a_binary_here_says() {
     assert_eq!(json(&entries[0].data), listing(CONTENT));
     let again = dir.path().join("again");
     let args = [
-        &["--binary", &arm, "--out", s(&again), "--content-digest", CONTENT][..],
+        &[
+            "--binary",
+            &arm,
+            "--out",
+            s(&again),
+            "--content-digest",
+            CONTENT,
+        ][..],
         &["--listing", s(&given), "--no-sbom"],
     ]
     .concat();
     ok(image_asking_sbom(&args));
     assert_eq!(snapshot(&again), snapshot(&out), "the same bytes elsewhere");
     // Left out: no listing layer.
-    ok(image(&["--binary", &arm, "--out", s(&out), "--content-digest", CONTENT]));
+    ok(image(&[
+        "--binary",
+        &arm,
+        "--out",
+        s(&out),
+        "--content-digest",
+        CONTENT,
+    ]));
     let (manifest, _) = manifest_and_config(&out, &format!("{VERSION}-0123456789ab"));
     assert_eq!(manifest["layers"].as_array().unwrap().len(), 1);
 }
