@@ -161,4 +161,21 @@ fn only_sides_signed_by_the_key_or_policy_are_read() {
         &side,
         &["no signature", "no signature taken from"],
     );
+    // An index of two platforms, signed: this machine's platform is taken (a new index of
+    // it), and the signature over the index upstream serves still verifies it.
+    let new = listing(VERSION, &content("new"), &rows(&[("demo", "1.1.0")]));
+    let multi = dir.path().join("multi-oci");
+    image_for(&multi, "v3", &new, Some(&key), &["linux/arm64"]);
+    let multi_at = format!("{}/team/multi", registry.addr);
+    push(&skopeo, &multi, "v3", &multi_at);
+    let both = diff(&["--key", s(&public), s(&multi), &format!("{multi_at}:v3")]);
+    assert_eq!(both.status.code(), Some(0), "{}", text(&both.stderr));
+    assert!(text(&both.stdout).contains(&format!("new: signed by {signer}")));
+    let other_multi = dir.path().join("other-multi-oci");
+    image_for(&other_multi, "v3", &new, Some(&other), &["linux/arm64"]);
+    let other_at = format!("{}/team/other-multi", registry.addr);
+    push(&skopeo, &other_multi, "v3", &other_at);
+    let side = format!("{other_at}:v3");
+    let wrong = diff(&["--key", s(&public), s(&i.new), &side]);
+    refused(&wrong, &side, &["signed by another key"]);
 }

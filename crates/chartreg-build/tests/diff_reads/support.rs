@@ -245,6 +245,11 @@ pub fn cosign_key(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 /// An image written by `chartreg-build image` into `out`, tagged `tag`: a static binary that
 /// prints nothing useful, the listing `listing` given, signed by `key` when given.
 pub fn image(out: &Path, tag: &str, listing: &Value, key: Option<&Path>) {
+    image_for(out, tag, listing, key, &[]);
+}
+
+/// [`image`] with the binary given for `platforms` too (several make an image index).
+pub fn image_for(out: &Path, tag: &str, listing: &Value, key: Option<&Path>, platforms: &[&str]) {
     let dir = out.with_extension("inputs");
     fs::create_dir_all(&dir).unwrap();
     let binary = crate::image_support::write_binary(&dir.join("chartreg"), b"not a server\n");
@@ -259,6 +264,11 @@ pub fn image(out: &Path, tag: &str, listing: &Value, key: Option<&Path>) {
             listing["contentDigest"].as_str().unwrap(),
         ])
         .args(["--listing", s(&file), "--no-sbom"]);
+    for platform in platforms {
+        command
+            .arg("--binary")
+            .arg(format!("{platform}={}", s(&binary)));
+    }
     if let Some(key) = key {
         command
             .arg("--sign-key")
@@ -284,12 +294,12 @@ pub fn tagged(layout: &Path, tag: &str) -> String {
         .to_owned()
 }
 
-/// `skopeo copy` of `layout:tag` to `docker://to`, and of its cosign signature when it has one
-/// (cosign's `sha256-<hex>.sig` tag, beside it).
+/// `skopeo copy --all` of `layout:tag` to `docker://to` (every platform of an index), and of
+/// its cosign signature when it has one (cosign's `sha256-<hex>.sig` tag, beside it).
 pub fn push(skopeo: &Path, layout: &Path, tag: &str, to: &str) {
     let copy = |from_tag: &str, to_tag: &str| {
         let out = Command::new(skopeo)
-            .args(["copy", "--quiet", "--dest-tls-verify=false"])
+            .args(["copy", "--all", "--quiet", "--dest-tls-verify=false"])
             .arg(format!("oci:{}:{from_tag}", s(layout)))
             .arg(format!("docker://{to}:{to_tag}"))
             .output()
