@@ -1,10 +1,11 @@
 //! `chartreg-build diff OLD NEW` between two real builds from the kit `make build` writes: OLD
 //! a server binary (`build`), NEW an image layout (`image`); one chart upgraded (1.0.0 to
 //! 1.1.0), one chart rebuilt under the same version (changed), one image removed, one added,
-//! one kept. Every line is checked against what each server lists (`ls --json`), the JSON
-//! form and the exit statuses (1: changes, 0: none, 2: a side that is no build); NEW is then
-//! copied by skopeo to a real registry (CNCF distribution) and diffed from there by tag and by
-//! digest.
+//! one kept. Every line is checked against what each server lists (`ls --json`; NEW's is read
+//! from the listing its image carries, never by running it), the JSON form and the exit
+//! statuses (1: changes, 0: none, 2: a side that is no build); NEW is then copied by skopeo to
+//! a real registry (CNCF distribution) and diffed from there by tag and by digest, and, signed,
+//! with its cosign key. `tests/diff_reads` holds the hostile images.
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
 #![cfg(test)]
 
@@ -212,6 +213,7 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
     // NEW signed with a cosign key (written by PyNaCl, tests/fixtures/signing/cosign.py): its
     // server names the key as its signer.
     let key = cosign_key(dir.path());
+    let signed = key.is_some();
     let new_layout = dir.path().join("new-oci");
     let mut image = tool();
     image.args([
@@ -305,11 +307,17 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
             .unwrap();
         text(&o.stdout).trim().to_owned()
     };
+    let version_of = |bin: &Path| {
+        let o = Command::new(bin).arg("--version").output().unwrap();
+        text(&o.stdout).trim().to_owned()
+    };
     expected.push(format!(
-        "{} (content {}) -> {} (content {})",
+        "{} ({}, content {}) -> {} ({}, content {})",
         s(&old_bin),
+        version_of(&old_bin),
         content_of(&old_bin),
         s(&new_layout),
+        version_of(&new_bin),
         content_of(&new_bin)
     ));
     expected.extend(entries.into_iter().map(|e| e.3));
@@ -347,7 +355,12 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
 
     let same = run(&["diff", &s(&new_bin), &s(&new_layout)]);
     assert_eq!(same.status.code(), Some(0), "{}", text(&same.stderr));
-    assert!(text(&same.stdout).ends_with("no change: both serve the same versions\n"));
+    assert!(
+        text(&same.stdout)
+            .ends_with("no change: both serve the same versions, content and server\n"),
+        "{}",
+        text(&same.stdout)
+    );
     // NEW where a cluster pulls it: in a registry (CNCF distribution), by tag and by digest.
     if let (Some(registry), Some(skopeo)) = (common::Distribution::start(), common::tool("skopeo"))
     {
@@ -358,7 +371,7 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
             .as_str()
             .unwrap();
         let at = format!("{}/team/chartreg", registry.addr);
-        let copied = Command::new(skopeo)
+        let copied = Command::new(&skopeo)
             .args(["copy", "--quiet", "--dest-tls-verify=false"])
             .arg(format!("oci:{}:{tag}", s(&new_layout)))
             .arg(format!("docker://{at}:{tag}"))
@@ -367,6 +380,35 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
         assert!(copied.status.success(), "skopeo: {}", text(&copied.stderr));
         let by_tag = run(&["diff", &format!("{at}:{tag}"), &s(&new_bin)]);
         assert_eq!(by_tag.status.code(), Some(0), "{}", text(&by_tag.stderr));
+        // Signed (by `image --sign-key`), its signature copied beside it: verified from the
+        // layout and from the registry (its `.sig` tag) with the public key.
+        if signed {
+            let sig = format!("{}.sig", top["digest"].as_str().unwrap().replace(':', "-"));
+            let copied = Command::new(&skopeo)
+                .args(["copy", "--quiet", "--dest-tls-verify=false"])
+                .arg(format!("oci:{}:{sig}", s(&new_layout)))
+                .arg(format!("docker://{at}:{sig}"))
+                .output()
+                .unwrap();
+            assert!(copied.status.success(), "skopeo: {}", text(&copied.stderr));
+            let public = dir.path().join("cosign.pub");
+            let verified = run(&[
+                "diff",
+                "--key",
+                &s(&public),
+                &s(&new_layout),
+                &format!("{at}:{tag}"),
+            ]);
+            assert_eq!(
+                verified.status.code(),
+                Some(0),
+                "{}",
+                text(&verified.stderr)
+            );
+            let said = text(&verified.stdout);
+            assert!(said.contains("old: signed by key sha256:"), "{said}");
+            assert!(said.contains("new: signed by key sha256:"), "{said}");
+        }
         let by_digest = format!("{at}@{}", top["digest"].as_str().unwrap());
         let pulled = run(&["diff", &s(&old_bin), &by_digest]);
         assert_eq!(pulled.status.code(), Some(1), "{}", text(&pulled.stderr));

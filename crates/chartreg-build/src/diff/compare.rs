@@ -1,6 +1,8 @@
 //! What changes between two sides: versions (a repository and tag) added, removed, and
-//! changed (another digest, size or signer), and the bytes a rollout adds; written as lines
-//! for people or as JSON for CI.
+//! changed (another digest, size or signer), the bytes a rollout adds, and whether the content
+//! digest or the server's version changes (a change even when every version is the same:
+//! referrers no tag lists, or the server itself); written as lines for people or as JSON for
+//! CI.
 
 use std::collections::BTreeMap;
 
@@ -36,7 +38,12 @@ pub struct Changed {
 #[serde(rename_all = "camelCase")]
 pub struct Named {
     pub source: String,
+    /// The server's version.
+    pub version: String,
     pub content_digest: String,
+    /// Who signed its image, when `--key` or `--policy` verified it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signed_by: Vec<String>,
 }
 
 /// Everything that changes from `old` to `new`.
@@ -52,6 +59,10 @@ pub struct Changes {
     /// may download after the rollout that they did not before (blobs shared between
     /// versions counted with each).
     pub bytes_added: u64,
+    /// Whether the content digests differ.
+    pub content_changed: bool,
+    /// Whether the server versions differ.
+    pub version_changed: bool,
 }
 
 impl Changes {
@@ -65,6 +76,8 @@ impl Changes {
             removed: Vec::new(),
             changed: Vec::new(),
             bytes_added: 0,
+            content_changed: old.content_digest != new.content_digest,
+            version_changed: old.version != new.version,
         };
         for (key, version) in &new_versions {
             match old_versions.get(key) {
@@ -92,17 +105,32 @@ impl Changes {
         changes
     }
 
-    pub fn any(&self) -> bool {
+    /// Whether any version is added, removed or changed.
+    fn versions_change(&self) -> bool {
         !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
     }
 
-    /// The lines for people: per repository, in name order, `+` added, `-` removed and `~`
-    /// changed versions, then a summary line.
+    /// Whether anything changes: a version, the content digest, or the server's version.
+    pub fn any(&self) -> bool {
+        self.versions_change() || self.content_changed || self.version_changed
+    }
+
+    /// The lines for people: the sides (and who signed them), per repository, in name order,
+    /// `+` added, `-` removed and `~` changed versions, `~` the server when its version
+    /// changes, then a summary line.
     pub fn lines(&self) -> Vec<String> {
-        let mut lines = vec![format!(
-            "{} (content {}) -> {} (content {})",
-            self.old.source, self.old.content_digest, self.new.source, self.new.content_digest
-        )];
+        let side = |n: &Named| {
+            format!(
+                "{} (chartreg {}, content {})",
+                n.source, n.version, n.content_digest
+            )
+        };
+        let mut lines = vec![format!("{} -> {}", side(&self.old), side(&self.new))];
+        for (which, n) in [("old", &self.old), ("new", &self.new)] {
+            if !n.signed_by.is_empty() {
+                lines.push(format!("{which}: signed by {}", n.signed_by.join(", ")));
+            }
+        }
         let mut entries: Vec<(&str, &str, u8, String)> = Vec::new();
         for v in &self.added {
             entries.push((&v.repository, &v.tag, 0, format!("+ {}", one(v))));
@@ -115,7 +143,13 @@ impl Changes {
         }
         entries.sort();
         lines.extend(entries.into_iter().map(|(_, _, _, line)| line));
-        if self.any() {
+        if self.version_changed {
+            lines.push(format!(
+                "~ server chartreg {} -> chartreg {}",
+                self.old.version, self.new.version
+            ));
+        }
+        if self.versions_change() {
             lines.push(format!(
                 "{} added, {} removed, {} changed; a rollout adds {} ({} bytes)",
                 self.added.len(),
@@ -124,8 +158,19 @@ impl Changes {
                 human(self.bytes_added),
                 self.bytes_added
             ));
+        } else if self.any() {
+            let what = match (self.content_changed, self.version_changed) {
+                (true, true) => "the content digest and the server's version differ",
+                (true, false) => {
+                    "the content digest differs (referrers no tag lists, or other files)"
+                }
+                _ => "the server's version differs",
+            };
+            lines.push(format!(
+                "changed: both serve the same versions, but {what}: a rollout changes what is served"
+            ));
         } else {
-            lines.push("no change: both serve the same versions".to_owned());
+            lines.push("no change: both serve the same versions, content and server".to_owned());
         }
         lines
     }
@@ -134,7 +179,9 @@ impl Changes {
 fn named(side: &Side) -> Named {
     Named {
         source: side.text.clone(),
+        version: side.version.clone(),
         content_digest: side.content_digest.to_string(),
+        signed_by: side.signed_by.iter().map(ToString::to_string).collect(),
     }
 }
 
@@ -252,8 +299,10 @@ mod tests {
     fn side(rows: Vec<Row>) -> Side {
         Side {
             text: "x".into(),
+            version: "0.1.0".into(),
             content_digest: chartreg_core::oci::Digest::sha256_of(b"x"),
             rows,
+            signed_by: Vec::new(),
         }
     }
 
@@ -283,6 +332,48 @@ mod tests {
             ]
         );
         assert!(!Changes::of(&old, &old).any());
+        assert_eq!(
+            Changes::of(&old, &old).lines().last().unwrap(),
+            "no change: both serve the same versions, content and server"
+        );
+    }
+
+    #[rstest]
+    #[case(b"y", "0.1.0", "the content digest differs", false)]
+    #[case(b"x", "0.2.0", "the server's version differs", true)]
+    #[case(
+        b"y",
+        "0.2.0",
+        "the content digest and the server's version differ",
+        true
+    )]
+    fn the_same_versions_of_other_content_or_server_are_a_change(
+        #[case] content: &[u8],
+        #[case] version: &str,
+        #[case] says: &str,
+        #[case] server_line: bool,
+    ) {
+        let rows = || vec![row("charts/a", "1.0.0", "sha256:a1", 100, Value::Null)];
+        let old = side(rows());
+        let mut new = side(rows());
+        new.content_digest = chartreg_core::oci::Digest::sha256_of(content);
+        new.version = version.to_owned();
+        let changes = Changes::of(&old, &new);
+        assert!(changes.any());
+        let lines = changes.lines();
+        assert!(lines.last().unwrap().contains(says), "{lines:?}");
+        assert!(lines.last().unwrap().starts_with("changed: "), "{lines:?}");
+        assert_eq!(
+            lines
+                .iter()
+                .any(|l| l == &format!("~ server chartreg 0.1.0 -> chartreg {version}")),
+            server_line,
+            "{lines:?}"
+        );
+        let json = serde_json::to_value(&changes).unwrap();
+        assert_eq!(json["contentChanged"], content != b"x");
+        assert_eq!(json["versionChanged"], server_line);
+        assert_eq!(json["new"]["version"], version);
     }
 
     #[rstest]

@@ -1,80 +1,88 @@
-//! One side of `diff`: what a built server serves, read from the server itself.
+//! One side of `diff`: what a build serves, read as data from its image, or asked of a server
+//! binary the user gives.
 //!
-//! 1. [`Side::read`]: a file is a server binary; a folder (`LAYOUT[:TAG]`) an OCI image
-//!    layout, its image for this machine's platform read as `--base` reads one (every blob
-//!    checked against its digest), and the `chartreg` file of its layers (the last layer that
-//!    holds one) written to a work file; anything else an image reference in a registry
-//!    (`REGISTRY/PATH:TAG`, `@DIGEST`, `:TAG@DIGEST`), this machine's platform of it copied
-//!    into a work layout as fetch copies images (`fetch::pull`), then read as a layout.
-//! 2. The binary asked, within bounds of time, memory and output, for `ls --json` and
-//!    `ls --content-digest`: what it serves, version by version (repository, tag, kind,
-//!    digest, pull size, what verified it at build), and the digest of its content.
+//! 1. [`Side::read`]: a file is a server binary (the user's own: the one case where anything
+//!    is run, bounded in time, memory and output, as `image` asks a binary, `Listing::ask`);
+//!    a folder (`LAYOUT[:TAG]`) an OCI image layout ([`super::layout`]: read as data, bounded,
+//!    no link followed); anything else an image reference in a registry
+//!    (`REGISTRY/PATH:TAG`, `@DIGEST`, `:TAG@DIGEST`), its image for this machine's platform
+//!    copied into a work layout as fetch copies images (`fetch::pull`: bounded, every blob
+//!    checked), with, when a signature is asked for, its cosign signature (the
+//!    `sha256-<hex>.sig` tag) into another; then read as a layout. Nothing of an image is
+//!    written anywhere but those layouts, and nothing of it is run.
+//! 2. With `--key` or `--policy` ([`super::signed`]) the image's signature is verified first;
+//!    a binary has none, and is refused.
+//! 3. The listing the image carries ([`super::carried`]): the server's version, content digest,
+//!    and the rows of `ls --json` (repository, tag, kind, digest, pull size, what verified it
+//!    at build).
 
-use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
+use chartreg_core::content::Evidence;
 use chartreg_core::oci::Digest;
+use chartreg_core::oci::layout::UPSTREAM_DIGEST;
 use serde::Deserialize;
 
-use crate::bounded::{Bounded, BoundedError, Limits};
-use crate::image::base::{self, BaseSpec};
+use super::carried::{self, CarriedError};
+use super::layout::{Layout, ReadError};
+use super::signed::{Layouts, SignedError, Trust};
+use crate::image::BaseSpec;
 use crate::image::binary::host_platform;
+use crate::image::listing::{Listing, ListingError};
 
-/// The bounds of asking a server what it serves: a row per version, about 300 bytes each.
-const ASK_LIMITS: Limits = Limits {
-    time: std::time::Duration::from_secs(120),
-    memory: 2 * 1024 * 1024 * 1024,
-    output: 256 * 1024 * 1024,
-};
-
-/// Why a side cannot be read.
+/// Why a side cannot be read. Each names the side as given.
 #[derive(Debug, thiserror::Error)]
 pub enum SideError {
-    #[error("{0}")]
-    Pull(#[from] crate::fetch::pull::PullError),
+    #[error("{text}: {source}")]
+    Pull {
+        text: String,
+        #[source]
+        source: Box<crate::fetch::pull::PullError>,
+    },
+    #[error(
+        "{text}: this machine is no Linux platform an image names, so no image can be pulled for it"
+    )]
+    NoHostPlatform { text: String },
+    #[error(
+        "{text}: not executable, so no server binary (give a server binary, an OCI image layout, LAYOUT[:TAG], or an image reference)"
+    )]
+    NotExecutable { text: String },
+    #[error(
+        "{text}: a server binary carries no signature to verify: give its image (LAYOUT[:TAG] or REGISTRY/PATH:TAG), or leave out --key and --policy"
+    )]
+    Unsignable { text: String },
+    #[error("{text}: {source}")]
+    Io {
+        text: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{text}: {source}")]
+    Asked {
+        text: String,
+        #[source]
+        source: Box<ListingError>,
+    },
     #[error("{text}: {source}")]
     Layout {
         text: String,
         #[source]
-        source: Box<crate::image::Error>,
+        source: Box<ReadError>,
     },
-    #[error(
-        "{text}: this machine is no Linux platform an image names, so no image in it can be asked what it serves"
-    )]
-    NoHostPlatform { text: String },
-    #[error(
-        "{text}: not executable, so no server binary (give a server binary or an OCI image layout, LAYOUT[:TAG])"
-    )]
-    NotExecutable { text: String },
-    #[error("{text}: no layer of its image holds /chartreg: it is no chartreg image")]
-    NoServer { text: String },
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
+    #[error("{text}: {source}")]
+    Carried {
+        text: String,
         #[source]
-        source: io::Error,
+        source: Box<CarriedError>,
     },
-    #[error("{text}: `chartreg {asked}`: {source}")]
-    Run {
+    #[error("{text}: {source}")]
+    Signed {
         text: String,
-        asked: &'static str,
         #[source]
-        source: BoundedError,
+        source: Box<SignedError>,
     },
-    #[error("{text}: `chartreg {asked}` failed ({status}): {stderr}")]
-    Status {
-        text: String,
-        asked: &'static str,
-        status: std::process::ExitStatus,
-        stderr: String,
-    },
-    #[error("{text}: `chartreg {asked}` printed no answer chartreg gives ({reason})")]
-    Answer {
-        text: String,
-        asked: &'static str,
-        reason: String,
-    },
+    #[error("{text}: its listing: {reason}")]
+    Rows { text: String, reason: String },
 }
 
 /// What one side serves.
@@ -82,9 +90,13 @@ pub enum SideError {
 pub struct Side {
     /// As given on the command line.
     pub text: String,
+    /// The server's version.
+    pub version: String,
     pub content_digest: Digest,
     /// Every tagged version (referrers, which have no tag, are left out).
     pub rows: Vec<Row>,
+    /// Who signed its image, when `--key` or `--policy` verified it.
+    pub signed_by: Vec<Evidence>,
 }
 
 /// A row of `chartreg ls --json`.
@@ -100,67 +112,6 @@ pub struct Row {
     pub verified: Option<serde_json::Value>,
 }
 
-impl Side {
-    /// Reads the side `text` names (see the module's documentation); `work` is a folder for
-    /// the binary taken out of a layout.
-    pub fn read(text: &str, reach: &Reach, work: &Path) -> Result<Side, SideError> {
-        let path = Path::new(text);
-        let binary = if path.is_file() {
-            executable(text, path)?
-        } else {
-            let spec = if path.is_dir() {
-                BaseSpec {
-                    dir: path.to_owned(),
-                    tag: None,
-                }
-            } else {
-                match BaseSpec::parse(text) {
-                    Ok(spec) if spec.dir.is_dir() => spec,
-                    _ => pulled(text, reach, work)?,
-                }
-            };
-            server_of(text, &spec, work)?
-        };
-        let ask = |asked: &'static str| -> Result<Vec<u8>, SideError> {
-            let done = Bounded::new(&binary, ASK_LIMITS)
-                .args(asked.split(' '))
-                .run()
-                .map_err(|source| SideError::Run {
-                    text: text.to_owned(),
-                    asked,
-                    source,
-                })?;
-            if !done.status.success() {
-                return Err(SideError::Status {
-                    text: text.to_owned(),
-                    asked,
-                    status: done.status,
-                    stderr: String::from_utf8_lossy(&done.stderr).trim().to_owned(),
-                });
-            }
-            Ok(done.stdout)
-        };
-        let answer = |asked: &'static str, reason: String| SideError::Answer {
-            text: text.to_owned(),
-            asked,
-            reason,
-        };
-        let printed = ask("ls --content-digest")?;
-        let digest_text = String::from_utf8_lossy(&printed).trim().to_owned();
-        let content_digest: Digest = digest_text
-            .parse()
-            .map_err(|_| answer("ls --content-digest", format!("{digest_text:?}")))?;
-        let listed = ask("ls --json")?;
-        let rows: Vec<Row> =
-            serde_json::from_slice(&listed).map_err(|e| answer("ls --json", e.to_string()))?;
-        Ok(Side {
-            text: text.to_owned(),
-            content_digest,
-            rows: rows.into_iter().filter(|r| r.tag.is_some()).collect(),
-        })
-    }
-}
-
 /// How registries are reached: plain HTTP hosts, a CA file.
 #[derive(Debug, Clone, Default)]
 pub struct Reach {
@@ -168,42 +119,202 @@ pub struct Reach {
     pub ca_file: Option<PathBuf>,
 }
 
+impl Side {
+    /// Reads the side `text` names (see the module's documentation), its image verified with
+    /// `trust` when given; `work` is a folder for what is pulled from a registry.
+    pub fn read(
+        text: &str,
+        reach: &Reach,
+        trust: Option<&Trust>,
+        work: &Path,
+    ) -> Result<Side, SideError> {
+        let path = Path::new(text);
+        let (listing, signed_by) = if path.is_file() {
+            if trust.is_some() {
+                return Err(SideError::Unsignable {
+                    text: text.to_owned(),
+                });
+            }
+            let binary = executable(text, path)?;
+            let listing = Listing::ask(&binary).map_err(|source| SideError::Asked {
+                text: text.to_owned(),
+                source: Box::new(source),
+            })?;
+            (listing, Vec::new())
+        } else {
+            let local = if path.is_dir() {
+                Some(BaseSpec {
+                    dir: path.to_owned(),
+                    tag: None,
+                })
+            } else {
+                BaseSpec::parse(text).ok().filter(|spec| spec.dir.is_dir())
+            };
+            let (layouts, tag, note) = match local {
+                Some(spec) => {
+                    let layout = Layout::open(&spec.dir).map_err(|source| SideError::Layout {
+                        text: text.to_owned(),
+                        source: Box::new(source),
+                    })?;
+                    (vec![layout], spec.tag.map(|t| t.as_str().to_owned()), None)
+                }
+                None => {
+                    let pulled = pulled(text, reach, trust.is_some(), work)?;
+                    (pulled.layouts, Some(pulled.tag), pulled.note)
+                }
+            };
+            image(text, &layouts, tag.as_deref(), trust, note)?
+        };
+        let rows = listing
+            .rows
+            .into_iter()
+            .map(serde_json::from_value::<Row>)
+            .collect::<Result<Vec<Row>, _>>()
+            .map_err(|e| SideError::Rows {
+                text: text.to_owned(),
+                reason: e.to_string(),
+            })?;
+        Ok(Side {
+            text: text.to_owned(),
+            version: listing.version,
+            content_digest: listing.content_digest,
+            rows: rows.into_iter().filter(|r| r.tag.is_some()).collect(),
+            signed_by,
+        })
+    }
+}
+
+/// The listing of the image `tag` names in `layouts` (the first holds the image, the others
+/// its signature), verified first with `trust` when given.
+fn image(
+    text: &str,
+    layouts: &[Layout],
+    tag: Option<&str>,
+    trust: Option<&Trust>,
+    note: Option<String>,
+) -> Result<(Listing, Vec<Evidence>), SideError> {
+    let carried = |source| SideError::Carried {
+        text: text.to_owned(),
+        source: Box::new(source),
+    };
+    let layout = layouts
+        .first()
+        .ok_or_else(|| carried(CarriedError::NoImage))?;
+    let entry = carried::entry(layout, tag).map_err(carried)?;
+    let signed_by = match trust {
+        Some(trust) => {
+            let named = entry
+                .annotations
+                .get(chartreg_core::oci::layout::REF_NAME)
+                .and_then(|r| chartreg_core::oci::layout::tag_of(r));
+            trust
+                .check(&Layouts(layouts), text, named.as_deref(), note)
+                .map_err(|source| SideError::Signed {
+                    text: text.to_owned(),
+                    source: Box::new(source),
+                })?
+        }
+        None => Vec::new(),
+    };
+    let listing = carried::listing(layout, &entry).map_err(carried)?;
+    Ok((listing, signed_by))
+}
+
+/// An image taken from its registry.
+struct Pulled {
+    /// The image's layout, then its signature's when one was taken.
+    layouts: Vec<Layout>,
+    /// The image's tag in its layout.
+    tag: String,
+    /// Why no signature was taken, when one was asked for and none was.
+    note: Option<String>,
+}
+
 /// The image `text` names in its registry, this machine's platform of it, copied into a
-/// layout in `work`.
-fn pulled(text: &str, reach: &Reach, work: &Path) -> Result<BaseSpec, SideError> {
+/// layout in `work`; with `signature`, its cosign signature (if it has one) into another.
+fn pulled(text: &str, reach: &Reach, signature: bool, work: &Path) -> Result<Pulled, SideError> {
     let host = host_platform().ok_or_else(|| SideError::NoHostPlatform {
         text: text.to_owned(),
     })?;
     let platform = format!("{}/{}", host.os, host.architecture);
+    let pull = |reference: &str, dir: &Path| {
+        crate::fetch::pull::pull(
+            &crate::fetch::pull::Pull {
+                reference,
+                platform: &platform,
+                plain_http: &reach.plain_http,
+                ca_file: reach.ca_file.as_deref(),
+            },
+            dir,
+        )
+    };
+    let open = |dir: &Path| {
+        Layout::open(dir).map_err(|source| SideError::Layout {
+            text: text.to_owned(),
+            source: Box::new(source),
+        })
+    };
     let dir = work.join("pulled");
-    let tag = crate::fetch::pull::pull(
-        &crate::fetch::pull::Pull {
-            reference: text,
-            platform: &platform,
-            plain_http: &reach.plain_http,
-            ca_file: reach.ca_file.as_deref(),
-        },
-        &dir,
-    )?;
-    Ok(BaseSpec {
-        dir,
-        tag: Some(tag),
+    let tag = pull(text, &dir).map_err(|source| SideError::Pull {
+        text: text.to_owned(),
+        source: Box::new(source),
+    })?;
+    let mut layouts = vec![open(&dir)?];
+    let mut note = None;
+    if signature {
+        // What the signature is over: the image, or the index upstream serves when only this
+        // platform of it was taken.
+        let entry = layouts
+            .first()
+            .map(|l| carried::entry(l, Some(tag.as_str())))
+            .transpose()
+            .map_err(|source| SideError::Carried {
+                text: text.to_owned(),
+                source: Box::new(source),
+            })?
+            .ok_or_else(|| SideError::Carried {
+                text: text.to_owned(),
+                source: Box::new(CarriedError::NoImage),
+            })?;
+        let signed = match entry.annotations.get(UPSTREAM_DIGEST) {
+            Some(upstream) => upstream.parse().unwrap_or(entry.digest),
+            None => entry.digest,
+        };
+        let repository = repository_of(text);
+        let sig = format!("{repository}:sha256-{}.sig", signed.encoded());
+        let sig_dir = work.join("signature");
+        match pull(&sig, &sig_dir) {
+            Ok(_) => layouts.push(open(&sig_dir)?),
+            Err(e) => note = Some(format!("no signature taken from {sig}: {e}")),
+        }
+    }
+    Ok(Pulled {
+        layouts,
+        tag: tag.as_str().to_owned(),
+        note,
     })
+}
+
+/// `REGISTRY/PATH` of `REGISTRY/PATH:TAG`, `REGISTRY/PATH@DIGEST` or `REGISTRY/PATH:TAG@DIGEST`.
+fn repository_of(text: &str) -> &str {
+    let before_digest = text.split_once('@').map_or(text, |(r, _)| r);
+    match before_digest.rsplit_once(':') {
+        Some((repository, tag)) if !tag.contains('/') => repository,
+        _ => before_digest,
+    }
 }
 
 /// The file `path` as a program to run: its absolute path (a bare name is never looked up
 /// in PATH), when it is executable.
 fn executable(text: &str, path: &Path) -> Result<PathBuf, SideError> {
     use std::os::unix::fs::PermissionsExt;
-    let absolute = path.canonicalize().map_err(|source| SideError::Io {
-        path: path.to_owned(),
+    let io = |source| SideError::Io {
+        text: text.to_owned(),
         source,
-    })?;
-    let mode = fs::metadata(&absolute)
-        .map_err(|source| SideError::Io {
-            path: path.to_owned(),
-            source,
-        })?
+    };
+    let absolute = path.canonicalize().map_err(io)?;
+    let mode = std::fs::metadata(&absolute)
+        .map_err(io)?
         .permissions()
         .mode();
     if mode & 0o111 == 0 {
@@ -214,49 +325,17 @@ fn executable(text: &str, path: &Path) -> Result<PathBuf, SideError> {
     Ok(absolute)
 }
 
-/// The server binary in the image `spec` names, for this machine, written into `work`.
-fn server_of(text: &str, spec: &BaseSpec, work: &Path) -> Result<PathBuf, SideError> {
-    let host = host_platform().ok_or_else(|| SideError::NoHostPlatform {
-        text: text.to_owned(),
-    })?;
-    let images = base::read(spec, &[&host]).map_err(|source| SideError::Layout {
-        text: text.to_owned(),
-        source: Box::new(source),
-    })?;
-    let out = work.join("chartreg");
-    for image in &images {
-        for (_, layer) in image.layers.iter().rev() {
-            if extract_server(&layer.path, &out)? {
-                return Ok(out);
-            }
-        }
-    }
-    Err(SideError::NoServer {
-        text: text.to_owned(),
-    })
-}
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
 
-/// Writes the layer's `chartreg` (gzipped tar, as `image` writes it) to `out`, executable;
-/// whether the layer holds one.
-fn extract_server(layer: &Path, out: &Path) -> Result<bool, SideError> {
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| SideError::Io { path, source }
-    };
-    let file = fs::File::open(layer).map_err(io(layer))?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    for entry in archive.entries().map_err(io(layer))? {
-        let mut entry = entry.map_err(io(layer))?;
-        let name = entry.path().map_err(io(layer))?.into_owned();
-        let is_server = name == Path::new("chartreg") || name == Path::new("./chartreg");
-        if !is_server || !entry.header().entry_type().is_file() {
-            continue;
-        }
-        let mut written = fs::File::create(out).map_err(io(out))?;
-        io::copy(&mut entry, &mut written).map_err(io(out))?;
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(out, fs::Permissions::from_mode(0o700)).map_err(io(out))?;
-        return Ok(true);
+    #[rstest]
+    #[case("registry.example/team/chartreg:1.0", "registry.example/team/chartreg")]
+    #[case("127.0.0.1:5000/chartreg:1.0", "127.0.0.1:5000/chartreg")]
+    #[case("127.0.0.1:5000/chartreg@sha256:ab", "127.0.0.1:5000/chartreg")]
+    #[case("127.0.0.1:5000/chartreg:v1@sha256:ab", "127.0.0.1:5000/chartreg")]
+    #[case("127.0.0.1:5000/chartreg", "127.0.0.1:5000/chartreg")]
+    fn repositories(#[case] text: &str, #[case] repository: &str) {
+        assert_eq!(super::repository_of(text), repository);
     }
-    Ok(false)
 }

@@ -5,7 +5,11 @@
 //! - its content digest (`ls --content-digest`), unless `--content-digest` gives it;
 //! - its SBOMs (`ls --sbom spdx`, `ls --sbom cyclonedx`), unless `--sbom FILE` gives them (an
 //!   SPDX 2.3 or a CycloneDX 1.x JSON document, each recognised by its head, each format
-//!   once) or `--no-sbom` leaves them out; each checked to be the format it is attached as.
+//!   once) or `--no-sbom` leaves them out; each checked to be the format it is attached as;
+//! - its content listing ([`super::listing`]: `--version`, `ls --content-digest`, `ls --json`),
+//!   unless `--listing FILE` gives it (a listing an image carries, from an image of the same
+//!   content built where the binary runs) or `--no-listing` leaves it out; either way its
+//!   content digest must be the image's.
 //!
 //! With no binary for this machine, each names the flag that gives what it would have asked.
 
@@ -16,6 +20,7 @@ use chartreg_core::oci::media_type::{CYCLONEDX_JSON, SPDX_JSON};
 
 use super::Sbom;
 use super::binary::{self, Binary, host_platform};
+use super::listing::{self, Listing};
 use crate::bounded::{Bounded, BoundedError, Limits};
 
 /// The bounds of asking for the content digest: the binary reads its embedded content's facts
@@ -37,6 +42,7 @@ const SBOM_LIMITS: Limits = Limits {
 const DIGEST_REMEDY: &str = "pass --content-digest sha256:...";
 const SBOM_REMEDY: &str =
     "pass --sbom FILE (what `chartreg ls --sbom [cyclonedx]` prints) or --no-sbom";
+const LISTING_REMEDY: &str = "pass --listing FILE (the chartreg.listing.json of an image of the same content) or --no-listing (`chartreg-build diff` then refuses the image)";
 
 /// Why the binary could not be asked, or what it or a file gave is not what was asked for.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +90,26 @@ pub enum AskError {
     },
     #[error("the SBOM {} is no SPDX 2.3 or CycloneDX 1.x JSON document ({reason})", path.display())]
     SbomUnknown { path: PathBuf, reason: String },
+    #[error("{} gave no content listing: {source}: {LISTING_REMEDY}", path.display())]
+    Listing {
+        path: PathBuf,
+        #[source]
+        source: super::listing::ListingError,
+    },
+    #[error(
+        "the listing {} is of content {listed}, not {content}, the image's content digest",
+        path.display()
+    )]
+    ListingContent {
+        path: PathBuf,
+        listed: String,
+        content: String,
+    },
+    #[error("the listing {}: {source}", path.display())]
+    ListingFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("two {format} SBOMs given ({} and {}): attach one of each format at most", first.display(), second.display())]
     SbomTwice {
         format: &'static str,
@@ -92,15 +118,13 @@ pub enum AskError {
     },
 }
 
-/// What the binary for this machine prints when `asked` (its arguments, split at spaces;
-/// `what` it is asked for, and how else to give it, name it in errors): its path and stdout.
-fn ask(
-    binaries: &[Binary],
-    asked: &'static str,
+/// The binary for this machine (`what` it would be asked for, and how else to give it, name
+/// it in the error when there is none), checked to be a static ELF executable.
+fn host_binary<'a>(
+    binaries: &'a [Binary],
     what: &'static str,
     remedy: &'static str,
-    limits: Limits,
-) -> Result<(PathBuf, Vec<u8>), AskError> {
+) -> Result<&'a Binary, AskError> {
     let host = host_platform();
     let runnable = binaries.iter().find(|b| {
         host.as_ref()
@@ -119,6 +143,19 @@ fn ask(
         });
     };
     binary::inspect(binary)?;
+    Ok(binary)
+}
+
+/// What the binary for this machine prints when `asked` (its arguments, split at spaces;
+/// `what` it is asked for, and how else to give it, name it in errors): its path and stdout.
+fn ask(
+    binaries: &[Binary],
+    asked: &'static str,
+    what: &'static str,
+    remedy: &'static str,
+    limits: Limits,
+) -> Result<(PathBuf, Vec<u8>), AskError> {
+    let binary = host_binary(binaries, what, remedy)?;
     let output = Bounded::new(&binary.path, limits)
         .args(asked.split(' '))
         .run()
@@ -155,6 +192,57 @@ pub(super) fn content_digest(binaries: &[Binary]) -> Result<Digest, AskError> {
         Ok(digest) if digest.sha256().is_some() => Ok(digest),
         _ => Err(AskError::ContentDigestPrinted { path, printed }),
     }
+}
+
+/// The listing to carry: none with `none` (`--no-listing`), the `file` given, else what the
+/// binary for this machine says; its content digest must be `content`.
+pub(super) fn listing(
+    binaries: &[Binary],
+    file: Option<&Path>,
+    none: bool,
+    content: &Digest,
+) -> Result<Option<Listing>, AskError> {
+    if none {
+        return Ok(None);
+    }
+    let (path, listing) = match file {
+        Some(path) => {
+            let read =
+                chartreg_core::file::read_limited(path, listing::MAX_BYTES).map_err(|source| {
+                    AskError::ListingFile {
+                        path: path.to_owned(),
+                        source,
+                    }
+                })?;
+            let listing = Listing::from_bytes(&read).map_err(|source| AskError::Listing {
+                path: path.to_owned(),
+                source,
+            })?;
+            (path.to_owned(), listing)
+        }
+        None => {
+            let binary = host_binary(binaries, "content listing", LISTING_REMEDY)?;
+            let absolute = std::path::absolute(&binary.path).map_err(|source| {
+                AskError::Binary(super::Error::Binary {
+                    path: binary.path.clone(),
+                    source,
+                })
+            })?;
+            let listing = Listing::ask(&absolute).map_err(|source| AskError::Listing {
+                path: binary.path.clone(),
+                source,
+            })?;
+            (binary.path.clone(), listing)
+        }
+    };
+    if listing.content_digest != *content {
+        return Err(AskError::ListingContent {
+            path,
+            listed: listing.content_digest.to_string(),
+            content: content.to_string(),
+        });
+    }
+    Ok(Some(listing))
 }
 
 /// The format of an SBOM document, by its head: its media type and name.

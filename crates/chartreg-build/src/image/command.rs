@@ -12,9 +12,13 @@
 //! 5. The SBOMs attached to the image: `--sbom FILE` (repeatable), else the SPDX and CycloneDX
 //!    documents the host's binary prints; `--no-sbom` attaches none (module `asked`, which
 //!    asks for the content digest too).
-//! 6. `--sign-key FILE`: the cosign key that signs the image ([`super::sign`]), opened with
+//! 6. The content listing the image carries (`super::listing`, what `diff` reads): what the
+//!    host's binary says (`--version`, `ls --content-digest`, `ls --json`), else `--listing
+//!    FILE`; `--no-listing` carries none (module `asked`). Its content digest must be the
+//!    image's.
+//! 7. `--sign-key FILE`: the cosign key that signs the image ([`super::sign`]), opened with
 //!    `COSIGN_PASSWORD` before anything is written.
-//! 7. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
+//! 8. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
 //!    manifest or index digest, content digest, and the `skopeo copy` that takes it anywhere.
 
 use std::collections::BTreeMap;
@@ -87,6 +91,15 @@ pub struct ImageArgs {
     /// Attach no SBOM to the image.
     #[arg(long)]
     pub no_sbom: bool,
+    /// The content listing the image carries (what `chartreg-build diff` reads): this file, the
+    /// `chartreg.listing.json` of an image of the same content built where its binary runs
+    /// [default: what the binary for this machine says: `--version`, `ls --content-digest`,
+    /// `ls --json`].
+    #[arg(long, value_name = "FILE", conflicts_with = "no_listing")]
+    pub listing: Option<PathBuf>,
+    /// Carry no content listing (`chartreg-build diff` then refuses the image).
+    #[arg(long)]
+    pub no_listing: bool,
     /// Sign the image with this cosign private key (`cosign generate-key-pair`'s cosign.key;
     /// its password in COSIGN_PASSWORD): the signature is written into the layout, tagged
     /// `sha256-<digest>.sig` and as an OCI 1.1 referrer.
@@ -246,6 +259,13 @@ impl ImageArgs {
             Some(d) => d.clone(),
             None => super::asked::content_digest(&self.binaries)?,
         };
+        let sboms = super::asked::sboms(&self.binaries, &self.sbom, self.no_sbom)?;
+        let listing = super::asked::listing(
+            &self.binaries,
+            self.listing.as_deref(),
+            self.no_listing,
+            &content_digest,
+        )?;
         Ok(ImageRequest {
             binaries: self.binaries.clone(),
             out: self.out.clone(),
@@ -255,7 +275,8 @@ impl ImageArgs {
             version: VERSION.to_owned(),
             created,
             labels: self.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
-            sboms: super::asked::sboms(&self.binaries, &self.sbom, self.no_sbom)?,
+            sboms,
+            listing,
             signer,
         })
     }

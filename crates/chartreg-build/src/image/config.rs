@@ -146,6 +146,8 @@ pub struct Settings<'a> {
     /// Set last, over every other label.
     pub labels: &'a BTreeMap<String, String>,
     pub diff_id: Digest,
+    /// The content listing's layer, below the binary's, when the image carries one.
+    pub listing_diff_id: Option<Digest>,
 }
 
 /// The config of chartreg's image on `base` (scratch when `None`).
@@ -159,6 +161,16 @@ pub fn build(base: Option<ImageConfig>, settings: Settings<'_>) -> ImageConfig {
     config.variant.clone_from(&settings.platform.variant);
     if config.rootfs.kind.is_empty() {
         config.rootfs.kind = "layers".to_owned();
+    }
+    if let Some(diff_id) = settings.listing_diff_id {
+        config.rootfs.diff_ids.push(diff_id);
+        config.history.push(History {
+            created: Some(settings.created.to_owned()),
+            created_by: Some(format!("chartreg-build image: /{}", super::listing::FILE)),
+            author: None,
+            comment: Some("what the server serves: chartreg ls --json, as data".to_owned()),
+            empty_layer: None,
+        });
     }
     config.rootfs.diff_ids.push(settings.diff_id);
     config.history.push(History {
@@ -212,6 +224,7 @@ mod tests {
             content_digest: digest,
             labels,
             diff_id: Digest::sha256_of(b"tar"),
+            listing_diff_id: None,
         }
     }
 

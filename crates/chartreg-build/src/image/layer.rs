@@ -1,10 +1,12 @@
-//! The image's one layer: a gzipped tar holding `chartreg` and nothing else, written the same
-//! way on every machine, from any folder:
+//! The image's own layers, each a gzipped tar holding one file and nothing else, written the
+//! same way on every machine, from any folder: the binary's ([`write`]: `chartreg`, mode 0755)
+//! and the content listing's ([`write_data`]: `chartreg.listing.json`, mode 0644, see
+//! [`super::listing`]):
 //!
-//! - one entry, `chartreg`: a regular file, mode 0755, uid and gid 0, no user or group names,
-//!   mtime the image's `created` time, in a GNU header (as `pack` writes its tars);
+//! - one entry: a regular file, uid and gid 0, no user or group names, mtime the image's
+//!   `created` time, in a GNU header (as `pack` writes its tars);
 //! - gzip with no file name and mtime 0 in its header, at flate2's default level;
-//! - streamed from the binary to the layer file in one pass, hashing both sides: the sha256 of
+//! - streamed from its source to the layer file in one pass, hashing both sides: the sha256 of
 //!   the tar is the layer's `diff_id` (the config's `rootfs`), the sha256 of the gzip its
 //!   digest. A binary that changes size while being read is an error naming it.
 
@@ -82,40 +84,83 @@ pub fn write(binary: &Path, mtime: u64, into: &Path) -> Result<Layer, Error> {
         path: binary.to_owned(),
         source,
     };
+    let source = File::open(binary).map_err(reading)?;
+    let size = source.metadata().map_err(reading)?.len();
+    let entry = Entry {
+        name: ENTRY,
+        mode: 0o755,
+        size,
+        mtime,
+    };
+    write_entry(&entry, source, into, reading, || Error::BinaryChanged {
+        path: binary.to_owned(),
+        size,
+    })
+}
+
+/// Writes a layer holding `data` as the file `name` (mode 0644, mtime `mtime`) into `into`.
+pub fn write_data(name: &str, data: &[u8], mtime: u64, into: &Path) -> Result<Layer, Error> {
+    let failed = |source| Error::Io {
+        path: into.to_owned(),
+        source,
+    };
+    let entry = Entry {
+        name,
+        mode: 0o644,
+        size: data.len() as u64,
+        mtime,
+    };
+    write_entry(&entry, data, into, failed, || Error::Io {
+        path: into.to_owned(),
+        source: io::Error::other("the data changed size while being written"),
+    })
+}
+
+/// The one file of a layer.
+struct Entry<'a> {
+    name: &'a str,
+    mode: u32,
+    size: u64,
+    mtime: u64,
+}
+
+/// Writes the layer of `entry`, its bytes read from `source` (`reading` names a failed read;
+/// `changed` a source that gave other than `entry.size` bytes).
+fn write_entry(
+    entry: &Entry<'_>,
+    source: impl Read,
+    into: &Path,
+    reading: impl Fn(io::Error) -> Error,
+    changed: impl Fn() -> Error,
+) -> Result<Layer, Error> {
     let writing = |source| Error::Io {
         path: into.to_owned(),
         source,
     };
-    let source = File::open(binary).map_err(reading)?;
-    let size = source.metadata().map_err(reading)?.len();
-
     let file = File::create(into).map_err(writing)?;
     let compressed = Hashing::new(BufWriter::new(file));
     let gzip = GzBuilder::new().write(compressed, Compression::default());
     let mut tar = tar::Builder::new(Hashing::new(gzip));
     let mut header = tar::Header::new_gnu();
     header.set_entry_type(tar::EntryType::Regular);
-    header.set_size(size);
-    header.set_mode(0o755);
+    header.set_size(entry.size);
+    header.set_mode(entry.mode);
     header.set_uid(0);
     header.set_gid(0);
-    header.set_mtime(mtime);
-    // A reader that fails, rather than the tar being cut short, names the binary.
+    header.set_mtime(entry.mtime);
+    // A reader that fails, rather than the tar being cut short, names the source.
     let mut data = ReadError {
-        inner: source.take(size),
+        inner: source.take(entry.size),
         error: None,
     };
-    let appended = tar.append_data(&mut header, ENTRY, &mut data);
+    let appended = tar.append_data(&mut header, entry.name, &mut data);
     if let Some(e) = data.error {
         return Err(reading(e));
     }
     appended.map_err(writing)?;
     let (gzip, diff_id, len) = tar.into_inner().map_err(writing)?.finish();
-    if len != tar_len(size) {
-        return Err(Error::BinaryChanged {
-            path: binary.to_owned(),
-            size,
-        });
+    if len != tar_len(entry.size) {
+        return Err(changed());
     }
     let (buffered, digest, compressed_len) = gzip.finish().map_err(writing)?.finish();
     let file = buffered.into_inner().map_err(|e| writing(e.into_error()))?;

@@ -5,7 +5,8 @@
 //! 2. Layers are written into a work folder beside `OUT` ([`Output::work`], removed when
 //!    dropped), on the same file system, so that they are linked into the layout, not copied.
 //! 3. [`assemble`] lays out each platform's image (base layers copied byte for byte, the
-//!    layer, the config, the manifest) with the core's layout builder; one platform is listed
+//!    content listing's layer annotated `io.chartreg.listing`, the binary's layer, the config,
+//!    the manifest) with the core's layout builder; one platform is listed
 //!    in `index.json` itself, several through an image index of their manifests (each with its
 //!    platform). The entry is tagged (`org.opencontainers.image.ref.name`). Each artifact
 //!    about the image (its SBOM) is an OCI 1.1 referrer: a manifest of one layer whose
@@ -136,6 +137,8 @@ pub struct PlatformImage<'a> {
     pub platform: Platform,
     pub base: Option<&'a BaseImage>,
     pub layer: &'a Layer,
+    /// The content listing's layer ([`super::listing`]), laid below the binary's.
+    pub listing: Option<&'a Layer>,
     pub config: ImageConfig,
 }
 
@@ -194,6 +197,14 @@ pub fn assemble(
                 layers.push(descriptor.clone());
             }
             annotations.insert(BASE_DIGEST.to_owned(), base.manifest.to_string());
+        }
+        if let Some(listing) = image.listing {
+            let mut descriptor = layout.blob_file(media_type::OCI_LAYER_GZIP, listing.blob.clone());
+            descriptor.annotations.insert(
+                super::listing::ANNOTATION.to_owned(),
+                super::listing::FILE.to_owned(),
+            );
+            layers.push(descriptor);
         }
         layers.push(layout.blob_file(media_type::OCI_LAYER_GZIP, image.layer.blob.clone()));
         let config = layout.blob(media_type::OCI_CONFIG, gojson::to_vec(&image.config)?);
@@ -278,11 +289,12 @@ pub fn assemble(
     let mut tree = layout.finish()?;
     // The layers were written beside the layout for it: linked in, not copied.
     for image in images {
-        let blob = &image.layer.blob;
-        tree.insert(
-            format!("{leaf}/{}", blob_path(&blob.digest)),
-            Entry::Link(blob.clone()),
-        );
+        for blob in std::iter::once(&image.layer.blob).chain(image.listing.map(|l| &l.blob)) {
+            tree.insert(
+                format!("{leaf}/{}", blob_path(&blob.digest)),
+                Entry::Link(blob.clone()),
+            );
+        }
     }
     Ok(Assembled {
         tree,

@@ -10,7 +10,9 @@
 //!    ([`binary`]: a statically linked ELF executable), the base ([`base`]: a layout, its
 //!    image for each platform, every blob checked).
 //! 2. The layer of each binary ([`layer`]: a deterministic gzipped tar holding `/chartreg`),
-//!    written into a work folder beside `OUT`.
+//!    and the layer of the content listing ([`listing`]: `/chartreg.listing.json`, what the
+//!    server serves as data, for `diff`; one for every platform), written into a work folder
+//!    beside `OUT`.
 //! 3. Each platform's config ([`config`]: the Containerfile's, over the base's), manifest, and
 //!    with several platforms an image index ([`layout`]), as a tree of files; the SBOM, when
 //!    given, as a referrer of what `index.json` tags (`application/spdx+json`, its manifest
@@ -39,6 +41,7 @@ pub mod command;
 pub mod config;
 pub mod layer;
 pub mod layout;
+pub mod listing;
 pub mod sign;
 
 pub use base::BaseSpec;
@@ -69,6 +72,9 @@ pub struct ImageRequest {
     pub labels: BTreeMap<String, String>,
     /// The SBOMs to attach (SPDX 2.3, CycloneDX), if any.
     pub sboms: Vec<Sbom>,
+    /// The content listing to carry in a layer of its own (`None`: the image carries none,
+    /// and `diff` refuses it).
+    pub listing: Option<listing::Listing>,
     /// The key that signs the image, if any.
     pub signer: Option<sign::Signer>,
 }
@@ -239,6 +245,21 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
         };
         layers.push(layer);
     }
+    let listing = match &request.listing {
+        Some(listing) => {
+            let data = listing.to_bytes().map_err(|e| Error::Io {
+                path: PathBuf::from(listing::FILE),
+                source: io::Error::other(e),
+            })?;
+            Some(layer::write_data(
+                listing::FILE,
+                &data,
+                request.created,
+                &work.path().join("listing.tar.gz"),
+            )?)
+        }
+        None => None,
+    };
 
     // 3. Configs, manifests, index.
     let images: Vec<layout::PlatformImage<'_>> = request
@@ -256,11 +277,13 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
                 content_digest: &request.content_digest,
                 labels: &request.labels,
                 diff_id: layer.diff_id.clone(),
+                listing_diff_id: listing.as_ref().map(|l| l.diff_id.clone()),
             };
             layout::PlatformImage {
                 platform: binary.platform.clone(),
                 base,
                 layer,
+                listing: listing.as_ref(),
                 config: config::build(base.map(|b| b.config.clone()), settings),
             }
         })

@@ -252,3 +252,103 @@ fn the_sbom_is_a_file_or_what_a_binary_here_prints() {
         );
     }
 }
+
+/// The content listing (what `diff` reads) comes from the host's binary or `--listing FILE`,
+/// or is left out with `--no-listing`: no binary for this machine, or a listing of other
+/// content, is refused by name and nothing is written; a listing given is carried in a layer
+/// of its own below the binary's, annotated `io.chartreg.listing`, the same bytes every time.
+#[test]
+fn the_listing_is_a_file_or_what_a_binary_here_says() {
+    if !runs_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = write_binary(&dir.path().join("chartreg"), b"hello\n");
+    let arm = format!("linux/arm64={}", s(&bin));
+    let out = dir.path().join("oci");
+    let base = [
+        "--binary",
+        &arm,
+        "--out",
+        s(&out),
+        "--content-digest",
+        CONTENT,
+    ];
+    fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+        [base, more, &["--no-sbom"]].concat()
+    }
+    let failed = fails(image_asking_sbom(&with(&base, &[])));
+    let stderr = text(&failed.stderr);
+    for w in [
+        "no binary is for this machine (linux/amd64) to ask for its content listing",
+        "pass --listing FILE",
+        "--no-listing",
+    ] {
+        assert!(stderr.contains(w), "{w}: {stderr}");
+    }
+    let listing = |content: &str| {
+        serde_json::json!({
+            "schemaVersion": 1,
+            "version": "0.1.0",
+            "contentDigest": content,
+            "rows": [{"repository": "charts/a", "tag": "1.0.0", "digest": CONTENT,
+                      "size": 1, "kind": "chart", "verified": null}],
+        })
+    };
+    let other = dir.path().join("other.json");
+    let other_content = format!("sha256:{}", "1".repeat(64));
+    fs::write(&other, listing(&other_content).to_string()).unwrap();
+    let failed = fails(image_asking_sbom(&with(&base, &["--listing", s(&other)])));
+    let stderr = text(&failed.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the listing {} is of content {other_content}, not {CONTENT}",
+            s(&other)
+        )),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+    let given = dir.path().join("listing.json");
+    fs::write(&given, listing(CONTENT).to_string()).unwrap();
+    ok(image_asking_sbom(&with(&base, &["--listing", s(&given)])));
+    let (manifest, config) = manifest_and_config(&out, &format!("{VERSION}-0123456789ab"));
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 2, "{manifest}");
+    assert_eq!(
+        layers[0]["annotations"]["io.chartreg.listing"],
+        "chartreg.listing.json"
+    );
+    assert_eq!(config["rootfs"]["diff_ids"].as_array().unwrap().len(), 2);
+    assert_eq!(config["history"].as_array().unwrap().len(), 2);
+    let entries = layer_entries(&blob(&out, &layers[0]["digest"]));
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].path, "chartreg.listing.json");
+    assert_eq!(entries[0].mode, 0o644);
+    assert_eq!(json(&entries[0].data), listing(CONTENT));
+    let again = dir.path().join("again");
+    let args = [
+        &[
+            "--binary",
+            &arm,
+            "--out",
+            s(&again),
+            "--content-digest",
+            CONTENT,
+        ][..],
+        &["--listing", s(&given), "--no-sbom"],
+    ]
+    .concat();
+    ok(image_asking_sbom(&args));
+    assert_eq!(snapshot(&again), snapshot(&out), "the same bytes elsewhere");
+    // Left out: no listing layer.
+    ok(image(&[
+        "--binary",
+        &arm,
+        "--out",
+        s(&out),
+        "--content-digest",
+        CONTENT,
+    ]));
+    let (manifest, _) = manifest_and_config(&out, &format!("{VERSION}-0123456789ab"));
+    assert_eq!(manifest["layers"].as_array().unwrap().len(), 1);
+}

@@ -310,10 +310,10 @@ fn the_default_tag_names_the_version_and_the_content_the_binary_prints() {
     );
 }
 
-/// The server itself, built static (`CHARTREG_STATIC_BIN`): its content digest and SBOMs read
-/// from it, the SPDX and CycloneDX SBOMs attached as referrers of the image (the same bytes in
-/// another folder), the image unpacked by umoci, and the unpacked binary telling the same
-/// digest.
+/// The server itself, built static (`CHARTREG_STATIC_BIN`): its content digest, SBOMs and
+/// listing read from it, the SPDX and CycloneDX SBOMs attached as referrers of the image (the
+/// same bytes in another folder), the image unpacked by umoci (the binary, and the listing
+/// below it: what the server prints), and the unpacked binary telling the same digest.
 #[test]
 fn the_real_server_binary() {
     let Some(server) = std::env::var_os("CHARTREG_STATIC_BIN").map(PathBuf::from) else {
@@ -414,8 +414,31 @@ fn the_real_server_binary() {
         config["config"]["Labels"]["io.chartreg.content.digest"],
         content
     );
+    // Below the binary, the listing `diff` reads: what the server says it serves, as data.
     let files = unpack(&out, &tag, &dir.path().join("bundle"));
-    assert_eq!(files.keys().collect::<Vec<_>>(), ["chartreg"]);
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        ["chartreg", "chartreg.listing.json"]
+    );
+    let (mode, listing) = &files["chartreg.listing.json"];
+    assert_eq!(mode & 0o777, 0o644);
+    let listing = json(listing.as_deref().unwrap());
+    let rows = json(ok(Command::new(&server).args(["ls", "--json"])).as_bytes());
+    let version = ok(Command::new(&server).arg("--version"));
+    assert_eq!(
+        listing,
+        serde_json::json!({
+            "schemaVersion": 1,
+            "version": version.trim().trim_start_matches("chartreg "),
+            "contentDigest": content,
+            "rows": rows,
+        })
+    );
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(
+        layers[0]["annotations"]["io.chartreg.listing"], "chartreg.listing.json",
+        "the listing's layer, found by its annotation: {manifest}"
+    );
     let unpacked = dir.path().join("bundle/rootfs/chartreg");
     assert_eq!(
         ok(Command::new(unpacked).args(["ls", "--content-digest"])).trim(),

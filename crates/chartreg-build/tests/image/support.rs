@@ -107,18 +107,22 @@ pub fn write_binary(path: &Path, message: &[u8]) -> PathBuf {
     path.to_owned()
 }
 
-/// `chartreg-build image ARGS --no-sbom` (the test binaries print no SBOM; ARGS with
-/// `--sbom FILE` attach that one), with none of its settings from this environment.
+/// `chartreg-build image ARGS --no-sbom --no-listing` (the test binaries print no SBOM and no
+/// listing; ARGS with `--sbom FILE` or `--listing FILE` attach that one), with none of its
+/// settings from this environment.
 pub fn image(args: &[&str]) -> Command {
     let mut command = image_asking_sbom(args);
     if !args.contains(&"--sbom") {
         command.arg("--no-sbom");
     }
+    if !args.contains(&"--listing") {
+        command.arg("--no-listing");
+    }
     command
 }
 
-/// `chartreg-build image ARGS`: the SBOM, unless ARGS say otherwise, asked of the host's
-/// binary (the real server's `ls --sbom`).
+/// `chartreg-build image ARGS`: the SBOM and the listing, unless ARGS say otherwise, asked of
+/// the host's binary (the real server's `ls --sbom`, `ls --json`).
 pub fn image_asking_sbom(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_chartreg-build"));
     command.arg("image").args(args);
