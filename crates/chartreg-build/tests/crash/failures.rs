@@ -61,16 +61,16 @@ impl Folders {
 /// The run failed, said "nothing was changed", and left `work` as `before`.
 fn changed_nothing(what: &str, ran: &Ran, work: &Path, before: &Snapshot) {
     assert!(!ran.ok(), "{what} should have failed: {}", ran.describe());
-    assert!(
-        ran.stderr.contains("nothing was changed"),
-        "{what}: stderr does not say nothing was changed: {}",
-        ran.describe()
-    );
     let differences = Snapshot::of(work).differences(before);
     assert!(
         differences.is_empty(),
         "{what} changed the folder: {}\n{}",
         describe(&differences),
+        ran.describe()
+    );
+    assert!(
+        ran.stderr.contains("nothing was changed"),
+        "{what}: stderr does not say nothing was changed: {}",
         ran.describe()
     );
 }

@@ -225,6 +225,54 @@ pub fn kill_at(
 mod tests {
     use super::*;
 
+    /// What the design rests on (see the module doc): strace's `when=N` counts each thread's
+    /// calls apart. Two threads, one after the other, each open a file five times; with
+    /// `inject=openat:error=ENOSPC:when=2`, each has its second call fail (a count over the
+    /// process would fail only the first thread's second).
+    #[test]
+    fn strace_counts_when_per_thread() {
+        let (Some(strace), Some(python)) = (
+            super::super::common::tool("strace"),
+            super::super::common::tool("python3"),
+        ) else {
+            return;
+        };
+        let script = [
+            "import os, threading",
+            "def opens(name):",
+            "    got = []",
+            "    for _ in range(5):",
+            "        try:",
+            "            os.close(os.open('/dev/null', os.O_RDONLY)); got.append('ok')",
+            "        except OSError:",
+            "            got.append('failed')",
+            "    print(name, ' '.join(got), flush=True)",
+            "for name in ['first', 'second']:",
+            "    t = threading.Thread(target=opens, args=(name,)); t.start(); t.join()",
+        ]
+        .join("\n");
+        let out = std::process::Command::new(strace)
+            .args([
+                "-f",
+                "-o",
+                "/dev/null",
+                "-e",
+                "inject=openat:error=ENOSPC:when=2",
+                "--",
+            ])
+            .arg(python)
+            .args(["-c", &script])
+            .output()
+            .expect("run strace");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            said,
+            "first ok failed ok ok ok\nsecond ok failed ok ok ok\n",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     #[test]
     fn points_are_each_threads_nth_call_and_reads_are_no_points() {
         let log = "\

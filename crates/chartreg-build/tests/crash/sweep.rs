@@ -77,10 +77,10 @@ pub fn every_point() -> bool {
 }
 
 /// A system call with at most this many points has them all run in a sample.
-const FEW: usize = 4;
+const FEW: usize = 6;
 /// A system call with more has about this many run, at a fixed stride (its last one
 /// included: the last removals and syncs come right before or after the commit).
-const PER_SYSCALL: usize = 4;
+const PER_SYSCALL: usize = 6;
 
 /// The points to run (see the module doc, step 2), in the order the run reaches them.
 pub fn select(points: &[Point], all: bool) -> Vec<&Point> {
