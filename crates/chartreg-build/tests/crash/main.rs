@@ -8,6 +8,8 @@
 //!   a classic repository added), A→B and B→A, each killed at its crash points (`sweep`, with
 //!   `strace`'s fault injection), checked at rest after each kill (`checks`) and re-run.
 //! - `image`: `image --out`, between two binaries, both ways, the same way.
+//! - `errors`: the same runs (one way) with each file-changing call failing with EIO in turn
+//!   instead of a kill: a failed run changed nothing and says so, and says so only then.
 //! - `failures`: no kill: an entry missing upstream, the registry killed in the middle of a
 //!   50 MB layer, a full disk (a 2 MiB tmpfs) under fetch and pack, SIGINT and SIGTERM in the
 //!   middle of a run.
@@ -24,6 +26,7 @@ mod checks;
 #[path = "../common/mod.rs"]
 mod common;
 mod directions;
+mod errors;
 mod failures;
 mod image;
 // The fetch tests' upstreams: this target takes the classic repository from them.

@@ -5,9 +5,11 @@
 //!    and [`parse`] of its log: every call that changes files (an `open`/`openat` counts only
 //!    when its flags write or create: read from the log), each with the thread that made it
 //!    and its number among that thread's calls of that system call.
-//! 2. A crash point is `(SYSCALL, N)`: [`kill_at`] runs the command under `strace -f -o
+//! 2. A crash point is `(SYSCALL, N)`: [`hit`] runs the command under `strace -f -o
 //!    /dev/null -e inject=SYSCALL:signal=KILL:when=N`, which kills the process on entering
-//!    that call, before the kernel carries it out (exit by SIGKILL: strace ends the same way).
+//!    that call, before the kernel carries it out (exit by SIGKILL: strace ends the same way);
+//!    or, for a failure without a kill ([`Fault::Error`]), `inject=SYSCALL:error=EIO:when=N`,
+//!    which fails that call (EIO: an I/O error any of them may meet) and lets the run go on.
 //!
 //! strace counts `when=N` per syscall and per thread (each thread has its own counter: checked
 //! with two threads making the same calls, both of which had their second call hit). A
@@ -203,20 +205,34 @@ pub fn count(strace: &Path, invocation: &Invocation, work: &Path, scratch: &Path
     (ran, parse(&text))
 }
 
-/// The run killed at `point` (see the module doc, step 2).
-pub fn kill_at(
+/// What a point does to the call it hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The process is killed on entering the call.
+    Kill,
+    /// The call fails with EIO, and the run goes on.
+    Error,
+}
+
+/// The run with `fault` at `point` (see the module doc, step 2).
+pub fn hit(
     strace: &Path,
     invocation: &Invocation,
     point: &Point,
+    fault: Fault,
     work: &Path,
     scratch: &Path,
 ) -> Ran {
+    let what = match fault {
+        Fault::Kill => "signal=KILL",
+        Fault::Error => "error=EIO",
+    };
     let options = vec![
         "-f".to_owned(),
         "-o".to_owned(),
         "/dev/null".to_owned(),
         "-e".to_owned(),
-        format!("inject={}:signal=KILL:when={}", point.syscall, point.n),
+        format!("inject={}:{what}:when={}", point.syscall, point.n),
     ];
     run(invocation.traced(strace, &options, work), scratch)
 }

@@ -1,4 +1,5 @@
-//! One run of the tool ([`Scenario`]) killed at its crash points, one fresh folder per point:
+//! One run of the tool ([`Scenario`]) with a fault at each of its crash points, one fresh
+//! folder per point:
 //!
 //! 1. The reference: the run, uninterrupted, from the folder before it (`before`): what it
 //!    replaces must change, and nothing staged may be left (`Snapshot::staged`).
@@ -6,37 +7,43 @@
 //!    reference too. All of them run with `CHARTREG_CRASH_POINTS=all` (`make crash-points`);
 //!    otherwise a sample ([`select`]): every point of a system call with few of them, a fixed
 //!    stride of the others.
-//! 3. For each point: the folder before, written afresh; the run, killed there
-//!    ([`strace::kill_at`]); then, at once, [`checks`] (the lock and what it pins, the
-//!    layouts) and what the run replaces is byte for byte the old one or the new one; then the
-//!    run again, which must succeed and leave the whole folder as the reference, with nothing
-//!    left over.
+//! 3. For each point: the folder before, written afresh; the run, with the fault there
+//!    ([`strace::hit`]); then, at once, [`checks`] (the lock and what it pins, the layouts)
+//!    and what the run replaces is byte for byte the old one or the new one. A run whose call
+//!    failed ([`Fault::Error`]) must also have given the new state if it succeeded, and the
+//!    old one if it failed: then the whole folder as it was, and (the commands that say it:
+//!    [`Scenario::says_nothing_changed`]) said "nothing was changed". Then the run again,
+//!    which must succeed and leave the whole folder as the reference, with nothing left over.
 //!
 //! Each point's outcome is counted in [`Figures`], printed as one line (and appended to the
 //! file `CHARTREG_CRASH_REPORT` names, if any): a state torn (a check failed, or what was
-//! replaced is neither old nor new), hidden debris inside it, a re-run that fails (stuck),
-//! leftovers beside the reference after the re-run, or another result than the reference.
+//! replaced is neither old nor new), hidden debris inside it, a failed run that had replaced
+//! it, a failure that does not say "nothing was changed" or that left something, a re-run
+//! that fails (stuck), leftovers beside the reference after the re-run, or another result
+//! than the reference.
 
 use std::path::Path;
 
 use super::checks;
-use super::strace::{self, Point};
-use super::tool::{Invocation, run};
+use super::strace::{self, Fault, Point};
+use super::tool::{Invocation, Ran, run};
 use super::tree::{Difference, Snapshot, describe};
 
-/// A run to kill at every crash point.
+/// A run to put faults into at every crash point.
 pub struct Scenario {
     /// `fetch A→B`, for messages.
     pub name: String,
     /// The work folder before the run.
     pub before: Snapshot,
     pub invocation: Invocation,
-    /// What the run replaces (paths in the work folder): after a kill, each is old or new.
+    /// What the run replaces (paths in the work folder): after a fault, each is old or new.
     pub replaces: Vec<&'static str>,
-    /// The lock to check after a kill (a path in the work folder).
+    /// The lock to check after a fault (a path in the work folder).
     pub lock: Option<&'static str>,
-    /// Folders whose OCI layouts are checked after a kill.
+    /// Folders whose OCI layouts are checked after a fault.
     pub layouts: Vec<&'static str>,
+    /// Whether a failure of the command says "nothing was changed" (fetch, pack).
+    pub says_nothing_changed: bool,
 }
 
 /// What the points came to (see the module doc).
@@ -48,6 +55,17 @@ pub struct Figures {
     pub not_reached: usize,
     pub torn: usize,
     pub debris: usize,
+    /// Runs that failed, and had replaced what they replace (whatever they said).
+    pub failed_yet_replaced: usize,
+    /// Runs that failed and changed nothing without saying "nothing was changed" (the
+    /// commands that say it).
+    pub unsaid: usize,
+    /// Failed runs that left something in the folder (a removal that failed excepted: those
+    /// are `cleanup_failed`).
+    pub left_by_failure: usize,
+    /// Failed runs whose failing call was a removal, and that left what it could not remove:
+    /// the re-run must remove it.
+    pub cleanup_failed: usize,
     pub stuck: usize,
     pub leftovers: usize,
     pub wrong: usize,
@@ -56,8 +74,17 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// Nothing went wrong (a failed removal leaving what it could not remove is no fault).
     pub fn clean(&self) -> bool {
-        self.torn + self.debris + self.stuck + self.leftovers + self.wrong == 0
+        self.torn
+            + self.debris
+            + self.failed_yet_replaced
+            + self.unsaid
+            + self.left_by_failure
+            + self.stuck
+            + self.leftovers
+            + self.wrong
+            == 0
     }
 
     fn note(&mut self, point: &Point, what: String) {
@@ -101,10 +128,23 @@ pub fn select(points: &[Point], all: bool) -> Vec<&Point> {
         .collect()
 }
 
-/// Runs `scenario` at its points (see the module doc); its figures, and the reference (the
-/// folder after an uninterrupted run).
-pub fn sweep(strace_bin: &Path, scenario: &Scenario) -> (Figures, Snapshot) {
-    let name = &scenario.name;
+/// What one sweep compares against.
+struct Expected<'a> {
+    scenario: &'a Scenario,
+    /// What the run replaces, before and after an uninterrupted run.
+    old: Snapshot,
+    new: Snapshot,
+    /// The whole folder after an uninterrupted run.
+    reference: Snapshot,
+}
+
+/// Runs `scenario` with `fault` at its points (see the module doc); its figures, and the
+/// reference (the folder after an uninterrupted run).
+pub fn sweep(strace_bin: &Path, scenario: &Scenario, fault: Fault) -> (Figures, Snapshot) {
+    let name = match fault {
+        Fault::Kill => format!("{}, killed", scenario.name),
+        Fault::Error => format!("{}, an I/O error", scenario.name),
+    };
     // 1. The reference.
     let reference = {
         let root = tempfile::tempdir().expect("temp dir");
@@ -119,13 +159,20 @@ pub fn sweep(strace_bin: &Path, scenario: &Scenario) -> (Figures, Snapshot) {
         );
         Snapshot::of(&work)
     };
-    let old = scenario.before.part(&scenario.replaces);
-    let new = reference.part(&scenario.replaces);
-    assert!(old != new, "{name}: the run changes nothing it replaces");
+    let expected = Expected {
+        scenario,
+        old: scenario.before.part(&scenario.replaces),
+        new: reference.part(&scenario.replaces),
+        reference,
+    };
     assert!(
-        reference.staged().is_empty(),
+        expected.old != expected.new,
+        "{name}: the run changes nothing it replaces"
+    );
+    assert!(
+        expected.reference.staged().is_empty(),
         "{name}: an uninterrupted run leaves {:?}",
-        reference.staged()
+        expected.reference.staged()
     );
     // 2. The points.
     let points = {
@@ -136,9 +183,9 @@ pub fn sweep(strace_bin: &Path, scenario: &Scenario) -> (Figures, Snapshot) {
         assert!(ran.ok(), "{name}: under strace: {}", ran.describe());
         let traced = Snapshot::of(&work);
         assert!(
-            traced == reference,
+            traced == expected.reference,
             "{name}: a second run gives another result: {}",
-            describe(&traced.differences(&reference))
+            describe(&traced.differences(&expected.reference))
         );
         points
     };
@@ -154,57 +201,20 @@ pub fn sweep(strace_bin: &Path, scenario: &Scenario) -> (Figures, Snapshot) {
         let root = tempfile::tempdir().expect("temp dir");
         let (work, scratch) = folders(root.path());
         scenario.before.restore(&work);
-        let ran = strace::kill_at(strace_bin, &scenario.invocation, point, &work, &scratch);
-        if !ran.killed() {
-            if ran.ok() {
-                figures.not_reached += 1;
-            } else {
-                figures.wrong += 1;
-                figures.note(
-                    point,
-                    format!("neither killed nor done: {}", ran.describe()),
-                );
-            }
-            continue;
-        }
-        if let Some(why) = torn(scenario, &work, &old, &new) {
-            match why {
-                Torn::State(why) => {
-                    figures.torn += 1;
-                    figures.note(point, format!("torn: {why}"));
-                }
-                Torn::Debris(why) => {
-                    figures.debris += 1;
-                    figures.note(point, format!("debris: {why}"));
-                }
-            }
-        }
-        let again = run(scenario.invocation.command(&work), &scratch);
-        if !again.ok() {
-            figures.stuck += 1;
-            figures.note(point, format!("the re-run failed: {}", again.stderr.trim()));
-            continue;
-        }
-        let differences = Snapshot::of(&work).differences(&reference);
-        if differences.is_empty() {
-            continue;
-        }
-        if differences.iter().all(Difference::is_leftover) {
-            figures.leftovers += 1;
-            figures.note(
-                point,
-                format!("left after the re-run: {}", describe(&differences)),
-            );
-        } else {
-            figures.wrong += 1;
-            figures.note(
-                point,
-                format!("the re-run gave another result: {}", describe(&differences)),
-            );
+        let ran = strace::hit(
+            strace_bin,
+            &scenario.invocation,
+            point,
+            fault,
+            &work,
+            &scratch,
+        );
+        if at_rest(&expected, point, fault, &ran, &work, &mut figures) {
+            again(&expected, point, &work, &scratch, &mut figures);
         }
     }
     let line = format!(
-        "{name}: {} points ({}), {} run{}, {} not reached; {} torn, {} with debris, {} stuck re-runs, {} with leftovers, {} other results; {} file-changing calls on {} thread(s), {} reached by no point",
+        "{name}: {} points ({}), {} run{}, {} not reached; {} torn, {} with debris, {} failed runs that had replaced it, {} failures not saying \"nothing was changed\", {} failures that left something ({} more whose removal failed), {} stuck re-runs, {} with leftovers, {} other results; {} file-changing calls on {} thread(s), {} reached by no point",
         figures.points,
         strace::by_syscall(&points.all)
             .iter()
@@ -220,6 +230,10 @@ pub fn sweep(strace_bin: &Path, scenario: &Scenario) -> (Figures, Snapshot) {
         figures.not_reached,
         figures.torn,
         figures.debris,
+        figures.failed_yet_replaced,
+        figures.unsaid,
+        figures.left_by_failure,
+        figures.cleanup_failed,
         figures.stuck,
         figures.leftovers,
         figures.wrong,
@@ -237,7 +251,7 @@ pub fn sweep(strace_bin: &Path, scenario: &Scenario) -> (Figures, Snapshot) {
             .expect("open CHARTREG_CRASH_REPORT");
         writeln!(file, "{line}").expect("write CHARTREG_CRASH_REPORT");
     }
-    (figures, reference)
+    (figures, expected.reference)
 }
 
 /// The work folder and a scratch folder beside it (outputs, strace's log).
@@ -249,7 +263,130 @@ fn folders(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     (work, scratch)
 }
 
-/// Why a folder right after a kill is not as it must be.
+/// The checks right after the fault (see the module doc, step 3), counted; whether the point
+/// was reached (and the run is to be re-run).
+fn at_rest(
+    expected: &Expected<'_>,
+    point: &Point,
+    fault: Fault,
+    ran: &Ran,
+    work: &Path,
+    figures: &mut Figures,
+) -> bool {
+    match fault {
+        Fault::Kill if !ran.killed() => {
+            if ran.ok() {
+                figures.not_reached += 1;
+            } else {
+                figures.wrong += 1;
+                figures.note(
+                    point,
+                    format!("neither killed nor done: {}", ran.describe()),
+                );
+            }
+            return false;
+        }
+        Fault::Error if ran.killed() => {
+            figures.wrong += 1;
+            figures.note(point, format!("killed by an I/O error: {}", ran.describe()));
+            return false;
+        }
+        Fault::Kill | Fault::Error => {}
+    }
+    match torn(expected, work) {
+        Some(Torn::State(why)) => {
+            figures.torn += 1;
+            figures.note(point, format!("torn: {why}"));
+        }
+        Some(Torn::Debris(why)) => {
+            figures.debris += 1;
+            figures.note(point, format!("debris: {why}"));
+        }
+        None => {}
+    }
+    if fault == Fault::Kill {
+        return true;
+    }
+    let now = Snapshot::of(work);
+    let replaced = now.part(&expected.scenario.replaces);
+    match (ran.ok(), replaced == expected.new, replaced == expected.old) {
+        (true, true, _) => {}
+        (true, false, _) => {
+            figures.wrong += 1;
+            figures.note(point, "succeeded without the new state".to_owned());
+        }
+        (false, true, _) => {
+            figures.failed_yet_replaced += 1;
+            figures.note(
+                point,
+                format!("failed, and had replaced it: {}", ran.stderr.trim()),
+            );
+        }
+        (false, false, true) => {
+            if expected.scenario.says_nothing_changed && !ran.stderr.contains("nothing was changed")
+            {
+                figures.unsaid += 1;
+                figures.note(
+                    point,
+                    format!(
+                        "failed without saying nothing was changed: {}",
+                        ran.stderr.trim()
+                    ),
+                );
+            }
+            let differences = now.differences(&expected.scenario.before);
+            let removal = ["unlink", "unlinkat", "rmdir"].contains(&point.syscall);
+            if !differences.is_empty() && removal {
+                figures.cleanup_failed += 1;
+            } else if !differences.is_empty() {
+                figures.left_by_failure += 1;
+                figures.note(
+                    point,
+                    format!("failed, and left {}", describe(&differences)),
+                );
+            }
+        }
+        // Neither: counted as torn above.
+        (false, false, false) => {}
+    }
+    true
+}
+
+/// The run again after a fault (see the module doc, step 3), counted.
+fn again(
+    expected: &Expected<'_>,
+    point: &Point,
+    work: &Path,
+    scratch: &Path,
+    figures: &mut Figures,
+) {
+    let invocation: &Invocation = &expected.scenario.invocation;
+    let again = run(invocation.command(work), scratch);
+    if !again.ok() {
+        figures.stuck += 1;
+        figures.note(point, format!("the re-run failed: {}", again.stderr.trim()));
+        return;
+    }
+    let differences = Snapshot::of(work).differences(&expected.reference);
+    if differences.is_empty() {
+        return;
+    }
+    if differences.iter().all(Difference::is_leftover) {
+        figures.leftovers += 1;
+        figures.note(
+            point,
+            format!("left after the re-run: {}", describe(&differences)),
+        );
+    } else {
+        figures.wrong += 1;
+        figures.note(
+            point,
+            format!("the re-run gave another result: {}", describe(&differences)),
+        );
+    }
+}
+
+/// Why a folder right after a fault is not as it must be.
 enum Torn {
     /// A check failed, or what was replaced is neither old nor new.
     State(String),
@@ -257,8 +394,9 @@ enum Torn {
     Debris(String),
 }
 
-/// The checks right after a kill (see the module doc, step 3).
-fn torn(scenario: &Scenario, work: &Path, old: &Snapshot, new: &Snapshot) -> Option<Torn> {
+/// The checks at rest (see the module doc, step 3).
+fn torn(expected: &Expected<'_>, work: &Path) -> Option<Torn> {
+    let scenario = expected.scenario;
     if let Some(lock) = scenario.lock
         && let Err(why) = checks::lock_holds(work, lock)
     {
@@ -270,10 +408,13 @@ fn torn(scenario: &Scenario, work: &Path, old: &Snapshot, new: &Snapshot) -> Opt
         }
     }
     let now = Snapshot::of(work).part(&scenario.replaces);
-    if now == *old || now == *new {
+    if now == expected.old || now == expected.new {
         return None;
     }
-    let (to_old, to_new) = (now.differences(old), now.differences(new));
+    let (to_old, to_new) = (
+        now.differences(&expected.old),
+        now.differences(&expected.new),
+    );
     for differences in [&to_old, &to_new] {
         if differences.iter().all(Difference::is_leftover) {
             return Some(Torn::Debris(describe(differences)));
