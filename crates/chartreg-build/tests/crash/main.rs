@@ -7,7 +7,8 @@
 //!   a chart re-published with other bytes under its version, an image tag dropped, charts and
 //!   a classic repository added), A→B and B→A, each killed at its crash points (`sweep`, with
 //!   `strace`'s fault injection), checked at rest after each kill (`checks`) and re-run.
-//! - `image`: `image --out`, between two binaries, both ways, the same way.
+//! - `image`: `image --out`, between two binaries, both ways, the same way; and with
+//!   `--tag-file`, the layout and its tag file together.
 //! - `errors`: the same runs (one way) with each file-changing call failing with EIO in turn
 //!   instead of a kill: a failed run changed nothing and says so, and says so only then.
 //! - `failures`: no kill: an entry missing upstream, the registry killed in the middle of a
