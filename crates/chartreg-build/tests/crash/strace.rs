@@ -26,9 +26,10 @@ use std::path::Path;
 
 use super::tool::{Invocation, Ran, run};
 
-/// The system calls that change files. `open` beside `openat` (rustix makes raw `open`
-/// calls) and `fdatasync` beside `fsync`: either may come.
-pub const CHANGING: [&str; 16] = [
+/// The system calls that change files or make them durable. `open` beside `openat` (rustix
+/// makes raw `open` calls); `fdatasync` and `syncfs` beside `fsync` (a new folder is made
+/// durable by one `syncfs`).
+pub const CHANGING: [&str; 17] = [
     "rename",
     "renameat",
     "renameat2",
@@ -43,6 +44,7 @@ pub const CHANGING: [&str; 16] = [
     "symlinkat",
     "fsync",
     "fdatasync",
+    "syncfs",
     "openat",
     "open",
 ];
