@@ -153,3 +153,12 @@ fuzz:
 .PHONY: stress
 stress: assets
 	CARGO=$(CARGO) scripts/stress.sh
+
+# Every crash point of fetch, pack and image, both ways between two list states (tests/crash:
+# each run killed just before each of its file-changing system calls with strace, checked at
+# rest, then re-run), beside its failures without a kill; `make test` runs a sample of the
+# points. Installs the tools first (strace among them); prints the figures of each sweep;
+# CHARTREG_CRASH_TOOL=PATH sweeps another build.
+.PHONY: crash-points
+crash-points: tools
+	CHARTREG_CRASH_POINTS=all $(CARGO) test --release -p chartreg-build --test crash -- --nocapture

@@ -5,7 +5,7 @@
 #   .tools/helm4/helm   Helm 4.3.1
 #   .tools/bin/pyspdxtools  spdx-tools 0.8.5 (the SBOM validator), from PyPI wheels pinned by
 #                       sha256 in scripts/python-tools.txt, into .tools/python
-#   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci,
+#   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci, strace,
 #   apache2-utils (htpasswd), chromium (headless, the page tests),
 #   mmdebstrap with Debian's archive keys (the builder image's root),
 #   containerd, ctr and runc (a node's image puller and runtime: the mirror and runtime
@@ -161,6 +161,8 @@ command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 command -v buildah >/dev/null 2>&1         || missing+=(buildah)
 command -v umoci >/dev/null 2>&1           || missing+=(umoci)
 command -v unshare >/dev/null 2>&1         || missing+=(util-linux)
+# Crash points: each run killed just before its Nth file-changing system call (tests/crash).
+command -v strace >/dev/null 2>&1          || missing+=(strace)
 # The builder image's Debian root file system (make builder-image), from Debian's packages.
 command -v mmdebstrap >/dev/null 2>&1      || missing+=(mmdebstrap)
 [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=(debian-archive-keyring)
