@@ -124,10 +124,12 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     );
     // What `fetch`, `pack` and `import-bundle` write, they write at one commit point: a
     // failure changed nothing.
-    let all_or_nothing = matches!(
-        cli.command,
-        Command::Pack(_) | Command::Fetch(_) | Command::ImportBundle(_)
-    );
+    let all_or_nothing = match &cli.command {
+        // A check writes nothing: there is nothing to say.
+        Command::Pack(args) => !args.check,
+        Command::Fetch(_) | Command::ImportBundle(_) => true,
+        _ => false,
+    };
     if writes {
         crate::durable::stop::watch();
     }
@@ -153,7 +155,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             if let Err(stopped) = crate::durable::stop::check() {
                 return ExitCode::from(stopped.exit_code());
             }
-            if all_or_nothing {
+            if all_or_nothing && !crate::durable::changed_on_failure() {
                 eprint_line("chartreg-build: nothing was changed");
             }
             e.exit_code()

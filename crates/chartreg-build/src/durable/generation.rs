@@ -181,8 +181,27 @@ impl Generation {
                 source: e.into(),
             })?;
         }
+        // The swap is durable once the folder holding both says so; if it cannot, the swap is
+        // undone, so that a run that fails has changed nothing.
+        if let Err(e) = sync_dir(&self.parent) {
+            let undone = if exists {
+                self.exchange()
+            } else {
+                fs::rename(&self.target, &self.staging).map_err(Error::io(&self.target))
+            };
+            return match undone {
+                Ok(()) => Err(e),
+                Err(_) => {
+                    self.done = true;
+                    super::CHANGED_ON_FAILURE.store(true, std::sync::atomic::Ordering::SeqCst);
+                    Err(Error::NotDurable {
+                        path: self.target.clone(),
+                        source: Box::new(e),
+                    })
+                }
+            };
+        }
         self.done = true;
-        sync_dir(&self.parent)?;
         // The old folder, now at the staging name (or the old one): what the next run would
         // remove if this removal is cut short.
         for old in [&self.staging, &self.old] {

@@ -50,6 +50,23 @@ pub enum Error {
     Special(PathBuf),
     #[error(transparent)]
     Stopped(#[from] Stopped),
+    /// The new folder is in place, but the folder holding it could not be made durable, and
+    /// the swap could not be undone: the one error after which something changed.
+    #[error(
+        "{}: the new folder is in place, but writing that to disk failed ({source}), and it could not be put back: check the disk, then run again",
+        path.display()
+    )]
+    NotDurable { path: PathBuf, source: Box<Error> },
+}
+
+/// Set when a run fails after its new folder was put in place ([`Error::NotDurable`]).
+static CHANGED_ON_FAILURE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a run of this process failed after changing its folder: the one failure after
+/// which "nothing was changed" would not be true.
+pub fn changed_on_failure() -> bool {
+    CHANGED_ON_FAILURE.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 impl Error {

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chartreg_core::oci::{Digest, Tag, TagError};
 use chartreg_core::tree::Outcome;
@@ -105,7 +105,8 @@ pub struct ImageArgs {
     /// `sha256-<digest>.sig` and as an OCI 1.1 referrer.
     #[arg(long, value_name = "FILE", env = "CHARTREG_SIGN_KEY")]
     pub sign_key: Option<PathBuf>,
-    /// A file to write the tag into (with a newline).
+    /// A file that names the tag (with a newline): a link to the tag file the layout holds, so
+    /// that the two change together (outside the layout folder).
     #[arg(long, value_name = "FILE")]
     pub tag_file: Option<PathBuf>,
     /// With --config: how charts are rendered to find the images they need, when the content
@@ -136,11 +137,6 @@ pub enum RunError {
     Sign(#[from] super::sign::SignError),
     #[error("the default tag: {0}")]
     DefaultTag(#[from] TagError),
-    #[error("the tag file: {source}")]
-    TagFile {
-        path: PathBuf,
-        source: crate::durable::Error,
-    },
 }
 
 /// Why a `--binary` value is not `[OS/ARCH[/VARIANT]=]FILE`.
@@ -278,6 +274,7 @@ impl ImageArgs {
             sboms,
             listing,
             signer,
+            tag_file: self.tag_file.clone(),
         })
     }
 }
@@ -323,20 +320,9 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
     for warning in &report.warnings {
         crate::output::warn(warning);
     }
-    if let Some(path) = &args.tag_file {
-        write_tag_file(path, &report.tag)?;
-    }
+
     crate::output::print_line(summary(&report, &request.content_digest));
     Ok(())
-}
-
-fn write_tag_file(path: &Path, tag: &Tag) -> Result<(), RunError> {
-    crate::durable::replace_file(path, format!("{tag}\n").as_bytes()).map_err(|source| {
-        RunError::TagFile {
-            path: path.to_owned(),
-            source,
-        }
-    })
 }
 
 /// The result line.

@@ -99,20 +99,75 @@ impl Output {
         Ok(WorkDir(path))
     }
 
-    /// Writes `tree` (from [`assemble`]) into place (see the module doc, step 4).
-    pub fn write(&self, tree: &Tree) -> Result<Outcome, Error> {
-        let generation = Generation::begin(&self.parent.join(&self.leaf), "image")?;
+    /// Writes `tree` (from [`assemble`]) into place (see the module doc, step 4); with a tag
+    /// file, the tag goes into the layout ([`TAG_FILE`]) and the tag file is made a link to it,
+    /// so that the tag it names and the layout change at the same commit point.
+    pub fn write(&self, tree: &Tree, tag: &Tag, tag_file: Option<&Path>) -> Result<Outcome, Error> {
+        let out = self.parent.join(&self.leaf);
+        let generation = Generation::begin(&out, "image")?;
         tree::write_into(tree, &self.parent, &self.leaf, generation.path())?;
-        Ok(match generation.commit()? {
+        if tag_file.is_some() {
+            let path = generation.path().join(TAG_FILE);
+            fs::write(&path, format!("{tag}\n")).map_err(|source| Error::Io { path, source })?;
+        }
+        let outcome = match generation.commit()? {
             Committed::Written => Outcome::Written,
             Committed::Unchanged => Outcome::Unchanged,
-        })
+        };
+        if let Some(path) = tag_file {
+            link_tag_file(path, &out)?;
+        }
+        Ok(outcome)
     }
 
     /// The name of the layout's folder in the tree.
     pub fn leaf(&self) -> &str {
         &self.leaf
     }
+}
+
+/// The file in the layout that holds its tag when `image --tag-file` asks for one (hidden:
+/// layout readers look at `index.json`, `oci-layout` and `blobs/` only).
+pub const TAG_FILE: &str = ".chartreg.tag";
+
+/// Makes `path` a symbolic link to the layout `out`'s [`TAG_FILE`] (relative, so that the two
+/// move together), replacing what is there in one rename; nothing when it already is one.
+fn link_tag_file(path: &Path, out: &Path) -> Result<(), Error> {
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let inside = |p: &Path| fs::canonicalize(p).ok();
+    if let (Some(folder), Some(layout)) = (
+        path.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| inside(Path::new(".")), inside),
+        inside(out),
+    ) && folder.starts_with(&layout)
+    {
+        return Err(Error::TagFileInLayout(path.to_owned()));
+    }
+    let target = PathBuf::from(crate::lock::recorded(path, &out.join(TAG_FILE)));
+    if fs::read_link(path).ok().as_deref() == Some(target.as_path()) {
+        return Ok(());
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let staged = path.with_file_name(format!(".{name}.image-new"));
+    if fs::symlink_metadata(&staged).is_ok() {
+        fs::remove_file(&staged).map_err(io)?;
+    }
+    std::os::unix::fs::symlink(&target, &staged).map_err(io)?;
+    if let Err(source) = fs::rename(&staged, path) {
+        let _ = fs::remove_file(&staged);
+        return Err(io(source));
+    }
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        crate::durable::sync_dir(folder)?;
+    }
+    Ok(())
 }
 
 /// A folder removed, with what it holds, when dropped.

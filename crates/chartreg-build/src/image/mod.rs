@@ -77,6 +77,9 @@ pub struct ImageRequest {
     pub listing: Option<listing::Listing>,
     /// The key that signs the image, if any.
     pub signer: Option<sign::Signer>,
+    /// `--tag-file`: a file that names the tag, kept with the layout (a link to the tag the
+    /// layout holds: see `layout::TAG_FILE`).
+    pub tag_file: Option<PathBuf>,
 }
 
 /// An SBOM to attach: its media type (the referrer's artifactType) and its bytes.
@@ -163,6 +166,11 @@ pub enum Error {
     },
     #[error("{} names no folder to write the layout as", .0.display())]
     OutName(PathBuf),
+    #[error(
+        "the tag file {} lies in the layout it names: give it a place outside the layout folder",
+        .0.display()
+    )]
+    TagFileInLayout(PathBuf),
     #[error("{} is not an OCI image layout ({reason}): not replacing it; name a new folder or remove it", path.display())]
     OutNotLayout { path: PathBuf, reason: String },
     #[error("{}: {source}", path.display())]
@@ -308,7 +316,7 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
     )?;
 
     // 4. Into place.
-    let outcome = output.write(&assembled.tree)?;
+    let outcome = output.write(&assembled.tree, &request.tag, request.tag_file.as_deref())?;
     drop(work);
     Ok(ImageReport {
         layout: request.out.clone(),
