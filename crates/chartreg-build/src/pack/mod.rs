@@ -333,7 +333,8 @@ pub fn pack(request: &Request) -> Result<Report, PackError> {
     if outcomes.iter().all(|o| *o == Outcome::Unchanged)
         && same_bookkeeping
         && nothing_to_remove
-        && leftovers(out).is_empty()
+        // (What killed runs left beside the folder, the generation removed as it began.)
+        && leftovers_inside(out).is_empty()
     {
         report.unchanged = trees.len();
         return Ok(report);
@@ -381,6 +382,14 @@ fn leftovers(out: &Path) -> Vec<String> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
+    found.extend(leftovers_inside(out));
+    found
+}
+
+/// What an interrupted run of an earlier chartreg-build left inside the output folder `out`
+/// (see `owned::leftover`), by path relative to it.
+fn leftovers_inside(out: &Path) -> Vec<String> {
+    let mut found = Vec::new();
     let mut pending = vec![(out.to_owned(), String::new())];
     while let Some((dir, prefix)) = pending.pop() {
         let Ok(entries) = fs::read_dir(&dir) else {
