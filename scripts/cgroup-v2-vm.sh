@@ -55,7 +55,6 @@ PACKAGES=(
     udev              # /dev/vdb by the time the case service starts
     util-linux        # runuser, unshare (the user namespace the non-root runs isolate in)
     procps            # ps, for what the console shows
-    time              # GNU time: each run's maximum resident set, measured outside the tool
     python3-minimal   # the unit tests allocate memory with python3
 )
 MMDEBSTRAP=(
@@ -152,7 +151,7 @@ timeout 60m qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 3072 -no-reboot \
     -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.show_status=0" \
     -drive "file=$IMAGE,format=raw,if=virtio,snapshot=on" \
     -drive "file=$OUT/inputs.ext4,format=raw,if=virtio,readonly=on" \
-    </dev/null | tr -d '\r' | tee "$OUT/console.log" | grep --line-buffered -E '^(FIGURE|CASE)' |
+    </dev/null | sed -u 's/\r$//' | tee "$OUT/console.log" | grep --line-buffered -E '^(FIGURE|CASE)' |
     sed -u 's/^/[vm] /' >&2 || true
 log "the VM ran $((SECONDS - BOOTED)) s"
 
@@ -162,7 +161,7 @@ grep -q '^CASE done' "$OUT/console.log" || die "the cases did not finish: see $O
     grep -m1 '^CASE kernel' "$OUT/console.log" | sed 's/^CASE //'
     grep -m1 '^CASE helm3' "$OUT/console.log" | sed 's/^CASE //'
     printf '%-24s %-6s %-4s %-13s %-9s %-9s %-8s %s\n' \
-        KIND RUN EXIT BOUND PEAK MAXRSS SECONDS MESSAGE
+        KIND RUN EXIT BOUND PEAK 'UNIT PEAK' SECONDS MESSAGE
     grep '^FIGURE|' "$OUT/console.log" |
         awk -F'|' '{ printf "%-24s %-6s %-4s %-13s %-9s %-9s %-8s %s\n", $2, $3, $4, $5, $6, $7, $8, $9 }'
 } >"$OUT/figures.txt"

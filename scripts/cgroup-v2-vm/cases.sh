@@ -3,13 +3,14 @@
 # chartreg-cases service from the inputs disk (/inputs: chartreg-build, helm3, helm4,
 # unit-tests, runaway-1.0.0.tgz). Each case prints one line the host reads:
 #
-#   FIGURE|KIND|WHAT|EXIT|BOUND|PEAK|MAXRSS|SECONDS|MESSAGE
+#   FIGURE|KIND|WHAT|EXIT|BOUND|PEAK|UNIT PEAK|SECONDS|MESSAGE
 #
 # KIND is how the tool is started (below); WHAT is `helm3`/`helm4` (`images` on the runaway
 # chart, --render-memory 512) or `unit` (the unit tests of bounded::, BOUND then being what they
 # were told to expect); BOUND and PEAK are what the tool's message says held the run and the
-# peak it measured; MAXRSS is GNU time's maximum resident set of the largest process (Helm),
-# measured outside the tool; SECONDS is the wall time to the tool's exit.
+# peak it measured; UNIT PEAK is the kernel's peak of the systemd unit the tool ran in (the
+# tool, ~20 MiB, and Helm; `memory.peak`, measured outside the tool; `-` for runuser, which
+# runs in this service's own unit); SECONDS is the wall time to the tool's exit.
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 I=/inputs
@@ -46,6 +47,15 @@ launch() {
         user-runuser) runuser -u builder -- "$@" ;;
     esac
 }
+# measure TOOL ARGS...: the tool, then the peak of the unit's cgroup (the one the tool's leaf is
+# in, where it moved this shell) into $W/unit-peak. (No ${...} in it: systemd expands those in a
+# service's command line.)
+MEASURE='"$@"; code=$?
+cg=$(sed -n "s/^0:://p" /proc/self/cgroup)
+case "$cg" in */chartreg-build-leaf) cg=$(dirname "$cg") ;; esac
+case "$cg" in */chartreg-cases.service) ;; *) cat "/sys/fs/cgroup$cg/memory.peak" >"$W/unit-peak" ;; esac
+exit $code'
+
 KINDS=(root-scope root-service user-delegated-scope user-delegated-service user-service user-runuser)
 
 # What each kind must get: its own memory cgroup (v2) as root and where a subtree is delegated,
@@ -59,9 +69,9 @@ expected() {
 
 for kind in "${KINDS[@]}"; do
     for helm in helm3 helm4; do
-        rm -f "$W/out" "$W/err" "$W/time"
+        rm -f "$W/out" "$W/err" "$W/unit-peak"
         started=$(date +%s.%N)
-        launch "$kind" /usr/bin/time -o "$W/time" -f '%M' \
+        launch "$kind" env W="$W" /bin/sh -c "$MEASURE" measure \
             "$W/chartreg-build" images "$W/runaway-1.0.0.tgz" --helm "$W/$helm" \
             --render-memory 512 --render-timeout 300s >"$W/out" 2>"$W/err" </dev/null
         code=$?
@@ -69,10 +79,10 @@ for kind in "${KINDS[@]}"; do
         message=$(grep -m1 'memory bound\|not run\|chartreg-build:' "$W/err" | tr '|' '/' | cut -c1-400)
         bound=$(sed -n 's/.*memory bound: \([^;)]*\).*/\1/p' <<<"$message")
         peak=$(sed -n 's/.*; peak \([0-9]* MiB\).*/\1/p' <<<"$message")
-        maxrss_kb=$(tail -1 "$W/time" 2>/dev/null | tr -dc 0-9)
-        maxrss=$([[ -n "$maxrss_kb" ]] && echo "$((maxrss_kb / 1024)) MiB")
+        unit_peak=$(tr -dc 0-9 <"$W/unit-peak" 2>/dev/null)
+        unit_peak=$([[ -n "$unit_peak" ]] && echo "$((unit_peak / 1048576)) MiB")
         seconds=$(awk -v a="$started" -v b="$ended" 'BEGIN{printf "%.1f", b-a}')
-        echo "FIGURE|$kind|$helm|$code|${bound:-?}|${peak:--}|${maxrss:--}|$seconds|$message"
+        echo "FIGURE|$kind|$helm|$code|${bound:-?}|${peak:--}|${unit_peak:--}|$seconds|$message"
         [[ -n "$bound" ]] || sed 's/^/CASE   /' "$W/err" | head -20
     done
 done

@@ -11,7 +11,9 @@
 //!      delegated to the user: this process first moves into a leaf cgroup so that its cgroup
 //!      may enable `memory` for the run's), else cgroup v1's memory controller. The program
 //!      enters it before it starts (a shell waits on a pipe until it has been moved, then
-//!      `exec`s the program), and the kernel stops the run at the limit.
+//!      `exec`s the program). On v1 the kernel stops the run at the limit; on v2 the kernel
+//!      holds it there (`memory.high`) and this process stops it, the kernel's OOM killer
+//!      waiting an eighth above (see [`cgroup`] for why).
 //!    - else the watchdog ([`watch`]), which sums the anonymous resident memory of the run's
 //!      whole tree, `setsid()` children and orphans included ([`procs`]), and stops the run past
 //!      the limit. (`RLIMIT_AS` does not suit Go programs such as Helm: they reserve far more

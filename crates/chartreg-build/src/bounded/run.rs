@@ -49,6 +49,10 @@ const TICK: std::time::Duration = std::time::Duration::from_millis(20);
 /// process that left the group may still hold the pipe).
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How many looks in a row a cgroup run's memory must be above its limit to be stopped (a
+/// moment above it is page cache the kernel is reclaiming).
+const SUSTAINED: u32 = 5;
+
 /// Tells runs apart in the claims of orphans.
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
@@ -146,8 +150,7 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
         MemoryBound::CgroupElseWatchdog => match RunCgroup::create(limits.memory) {
             Ok(group) => Some(group),
             Err(why) => {
-                let why: Vec<String> = why.iter().map(ToString::to_string).collect();
-                why_not.push(format!("no memory cgroup: {}", why.join("; ")));
+                why_not.push(format!("no memory cgroup ({why})"));
                 None
             }
         },
@@ -156,7 +159,7 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
     let watchable = |why_not: &mut Vec<String>| match watch::readable(&proc) {
         Ok(()) => true,
         Err(e) => {
-            why_not.push(format!("no watchdog: {e}"));
+            why_not.push(format!("no watchdog ({e})"));
             false
         }
     };
@@ -286,6 +289,7 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
     drop(events);
 
     let mut stopped: Option<BoundedError> = None;
+    let mut over = 0;
     let status = loop {
         let why = match arrived.recv_timeout(TICK) {
             Ok(Event::Exited(status)) => break status,
@@ -305,6 +309,22 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
                 program: program.clone(),
                 limit: limits.time,
                 bound,
+            })
+        });
+        // cgroup v2: above memory.high (the limit) for a while, the kernel's reclaim could
+        // not bring it back.
+        let why = why.or_else(|| {
+            let group = hold.group.as_ref()?;
+            over = if group.over(limits.memory).is_some() {
+                over + 1
+            } else {
+                0
+            };
+            (over >= SUSTAINED).then(|| BoundedError::Memory {
+                program: program.clone(),
+                limit: limits.memory,
+                bound,
+                peak: group.peak(),
             })
         });
         let why = why.or_else(|| {

@@ -1,9 +1,17 @@
-//! A memory cgroup for one run ([`RunCgroup`]): cgroup v2 (`memory.max`, `memory.swap.max` 0,
-//! `memory.oom.group` so that the kernel's OOM kill takes the whole run) below the folder
-//! [`v2::base`] prepares, else cgroup v1's memory controller (`memory.limit_in_bytes`, and
-//! `memory.memsw.limit_in_bytes` where swap is accounted) below this process's own. Where
-//! neither can be made, [`RunCgroup::create`] says why for each, and the run is bounded
-//! otherwise.
+//! A memory cgroup for one run ([`RunCgroup`]), below the folder [`v2::base`] prepares, else
+//! below this process's own in cgroup v1's memory hierarchy. Where neither can be made,
+//! [`RunCgroup::create`] says why for each, and the run is bounded otherwise.
+//!
+//! - cgroup v1: `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes` where swap is
+//!   accounted): the kernel's OOM killer stops the run at the limit.
+//! - cgroup v2: `memory.high` at the limit, where the kernel throttles the run (it reclaims,
+//!   then makes the allocating task sleep), and the run is stopped by this process once its
+//!   memory stays above the limit ([`RunCgroup::over`]); `memory.max` an eighth above it, where
+//!   the kernel's OOM killer stops it if this process did not (`memory.oom.group`: the whole
+//!   run); `memory.swap.max` 0. The OOM killer is kept for that last resort because systemd
+//!   answers an OOM kill anywhere in a unit it does not delegate by stopping the whole unit
+//!   (`OOMPolicy=stop`, the default), this process with it: measured in a VM, a root service
+//!   and a root scope were sent SIGTERM when a render hit `memory.max`.
 //!
 //! Every process of the run is in it whatever it calls (`setsid()`, `setpgid()`), so it is
 //! counted and killed with the run: `cgroup.kill` where the kernel has it (v2, 5.14+), else
@@ -39,8 +47,6 @@ pub enum CgroupError {
         dir.display()
     )]
     Crowded { dir: PathBuf, left: usize },
-    #[error("cgroup v2: {0}")]
-    V2(String),
 }
 
 /// Which cgroup hierarchy bounds a run.
@@ -64,35 +70,29 @@ static MADE: AtomicU64 = AtomicU64::new(0);
 const EMPTIED: Duration = Duration::from_secs(5);
 
 impl RunCgroup {
-    /// A new cgroup limited to `limit` bytes, or why none can be made (v2's reason, then v1's).
-    pub fn create(limit: u64) -> Result<RunCgroup, Vec<CgroupError>> {
+    /// A new cgroup limited to `limit` bytes, or why none can be made (v2's reason, then
+    /// v1's).
+    pub fn create(limit: u64) -> Result<RunCgroup, String> {
         let name = format!(
             "chartreg-build-{}-{}",
             std::process::id(),
             MADE.fetch_add(1, Ordering::Relaxed)
         );
-        let mut why = Vec::new();
         let own = |find: fn(&str, &str) -> Option<PathBuf>, what| {
             let cgroups = read(Path::new("/proc/self/cgroup"))?;
             let mounts = read(Path::new("/proc/self/mountinfo"))?;
             find(&cgroups, &mounts).ok_or(CgroupError::NotInOne(what))
         };
-        match v2::base(|| own(find::v2_folder, "cgroup v2")) {
+        let v2 = match v2::base(|| own(find::v2_folder, "cgroup v2")) {
             Ok(base) => match Self::make(base, &name, Version::V2, limit) {
                 Ok(group) => return Ok(group),
-                Err(e) => why.push(e),
+                Err(e) => e.to_string(),
             },
-            Err(e) => why.push(CgroupError::V2(e)),
-        }
-        match own(find::v1_memory_folder, "cgroup v1 memory")
+            Err(e) => e,
+        };
+        own(find::v1_memory_folder, "cgroup v1 memory")
             .and_then(|parent| Self::make(&parent, &name, Version::V1, limit))
-        {
-            Ok(group) => Ok(group),
-            Err(e) => {
-                why.push(e);
-                Err(why)
-            }
-        }
+            .map_err(|v1| format!("cgroup v2: {v2}; cgroup v1: {v1}"))
     }
 
     fn make(
@@ -110,7 +110,8 @@ impl RunCgroup {
         let group = RunCgroup { dir, version };
         match version {
             Version::V2 => {
-                group.write("memory.max", limit)?;
+                group.write("memory.high", limit)?;
+                group.write("memory.max", limit.saturating_add(limit / 8))?;
                 group.write_if_there("memory.swap.max", 0)?;
                 group.write_if_there("memory.oom.group", 1)?;
             }
@@ -158,6 +159,20 @@ impl RunCgroup {
                 })
             })
             .is_some_and(|n| n > 0)
+    }
+
+    /// The memory its processes hold now, if above `limit` (v2: what `memory.high` let pass).
+    pub fn over(&self, limit: u64) -> Option<u64> {
+        let file = match self.version {
+            Version::V2 => "memory.current",
+            Version::V1 => "memory.usage_in_bytes",
+        };
+        let now: u64 = std::fs::read_to_string(self.dir.join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        (now > limit).then_some(now)
     }
 
     /// The most memory its processes held together, as the kernel counted it (v2 5.19+, v1).
