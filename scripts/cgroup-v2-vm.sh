@@ -87,12 +87,13 @@ EOF
 chroot "$1" systemctl enable chartreg-cases.service
 chroot "$1" systemctl mask getty@tty1.service serial-getty@ttyS0.service apt-daily.timer apt-daily-upgrade.timer'
     "$SUITE"
-    "$OUT/root.new"
+)
+SOURCES=(
     "deb $MIRROR $SUITE main"
     "deb $MIRROR $SUITE-updates main"
     "deb $MIRROR-security $SUITE-security main"
 )
-KEY=$(printf '%s\n' "${MMDEBSTRAP[@]}" | sha256sum | cut -c1-16)
+KEY=$(printf '%s\n' "${MMDEBSTRAP[@]}" "${SOURCES[@]}" | sha256sum | cut -c1-16)
 IMAGE=$OUT/root-$KEY.ext4
 KERNEL=$OUT/vmlinuz-$KEY
 INITRD=$OUT/initrd-$KEY
@@ -102,7 +103,7 @@ else
     log "root file system from $MIRROR: minbase + ${PACKAGES[*]} (a few minutes, once)"
     started=$SECONDS
     rm -rf "$OUT/root.new"
-    mmdebstrap --quiet "${MMDEBSTRAP[@]}"
+    mmdebstrap --quiet "${MMDEBSTRAP[@]}" "$OUT/root.new" "${SOURCES[@]}"
     cp "$(ls "$OUT"/root.new/boot/vmlinuz-* | head -1)" "$KERNEL.new"
     cp "$(ls "$OUT"/root.new/boot/initrd.img-* | head -1)" "$INITRD.new"
     rm -f "$IMAGE.new"

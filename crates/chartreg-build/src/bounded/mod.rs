@@ -37,6 +37,7 @@ mod isolate;
 mod output;
 mod procs;
 mod run;
+mod start;
 mod watch;
 
 use std::ffi::{OsStr, OsString};

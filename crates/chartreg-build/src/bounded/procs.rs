@@ -8,10 +8,10 @@
 //! - in a PID namespace of the run's own, its program (the namespace's init): still in the
 //!   tree;
 //! - otherwise this process, made a subreaper ([`adopt_orphans`]) before such a run starts.
-//!   An orphan it adopts that is in no run's process group is claimed by the first run whose
-//!   tree held it, or, if none saw it, by the first run that finds it ([`CLAIMS`]); this
-//!   process's own children (run programs, [`ROOTS`]) and the children of its own process
-//!   group (what a test harness spawns beside) are never claimed.
+//!   Such runs take turns ([`TRACKING`]: the tool renders one chart at a time anyway), so an
+//!   orphan this process adopts is the running one's, unless it is a run's program
+//!   ([`ROOTS`]) or in its group, in a run's cgroup, or in this process's own group (what a
+//!   test harness spawns beside).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -94,8 +94,9 @@ pub fn anonymous(proc: &Path, pid: u32) -> Option<u64> {
 /// while a program is started, so that no tree sees it before it is listed.
 pub static ROOTS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
-/// The orphans this process adopted, by (pid, start), and the run that claimed each.
-static CLAIMS: Mutex<Vec<((u32, u64), u64)>> = Mutex::new(Vec::new());
+/// Held by a run whose tree is tracked through the orphans this process adopts, from before
+/// its program runs to its end.
+pub static TRACKING: Mutex<()> = Mutex::new(());
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -110,8 +111,6 @@ pub fn adopt_orphans() -> bool {
 /// The processes of one run.
 #[derive(Debug)]
 pub struct Tree {
-    /// Names the run in [`CLAIMS`].
-    id: u64,
     root: u32,
     /// This process and its process group, when orphans come to it.
     adopter: Option<(u32, u32)>,
@@ -120,8 +119,9 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// The tree of the program `root`, run `id`; `adopts` when orphans come to this process.
-    pub fn new(id: u64, root: u32, adopts: bool) -> Tree {
+    /// The tree of the program `root`; `adopts` when orphans come to this process (the caller
+    /// holds [`TRACKING`]).
+    pub fn new(root: u32, adopts: bool) -> Tree {
         let me = rustix::process::getpid();
         let adopter = adopts.then(|| {
             let group = rustix::process::getpgrp();
@@ -131,7 +131,6 @@ impl Tree {
             )
         });
         Tree {
-            id,
             root,
             adopter,
             members: Vec::new(),
@@ -142,24 +141,18 @@ impl Tree {
     pub fn look(&mut self, proc: &Path) -> Result<&[Stat], ProcError> {
         let all = table(proc)?;
         let roots = lock(&ROOTS).clone();
-        let mut claims = lock(&CLAIMS);
-        let claimed_by = |s: &Stat, claims: &[((u32, u64), u64)]| {
-            claims
-                .iter()
-                .find(|(key, _)| *key == (s.pid, s.start))
-                .map(|(_, run)| *run)
-        };
         let mut inside: HashSet<u32> = HashSet::from([self.root]);
-        // Orphans this run may take: adopted by this process, in no run's group.
-        for s in &all {
-            if let Some((me, my_group)) = self.adopter
-                && s.ppid == me
-                && s.pgid != my_group
-                && !roots.contains(&s.pid)
-                && !roots.contains(&s.pgid)
-                && claimed_by(s, &claims).is_none_or(|run| run == self.id)
-            {
-                inside.insert(s.pid);
+        // Orphans this run takes: adopted by this process, in no run's group or cgroup.
+        if let Some((me, my_group)) = self.adopter {
+            for s in &all {
+                if s.ppid == me
+                    && s.pgid != my_group
+                    && !roots.contains(&s.pid)
+                    && !roots.contains(&s.pgid)
+                    && !in_a_run_cgroup(proc, s.pid)
+                {
+                    inside.insert(s.pid);
+                }
             }
         }
         // Children of members, and the run's group, until nothing is added.
@@ -178,14 +171,6 @@ impl Tree {
             .into_iter()
             .filter(|s| inside.contains(&s.pid))
             .collect();
-        if self.adopter.is_some() {
-            for s in &self.members {
-                if s.pid != self.root && claimed_by(s, &claims).is_none() {
-                    claims.push(((s.pid, s.start), self.id));
-                }
-            }
-        }
-        drop(claims);
         self.reap();
         Ok(&self.members)
     }
@@ -215,11 +200,13 @@ impl Tree {
             }
         }
     }
+}
 
-    /// Forgets this run's claims (its run has ended and its members are dead).
-    pub fn release(&self) {
-        lock(&CLAIMS).retain(|(_, run)| *run != self.id);
-    }
+/// Whether `pid` is in a cgroup this process made for a run (held and killed by it).
+fn in_a_run_cgroup(proc: &Path, pid: u32) -> bool {
+    let mine = format!("/chartreg-build-{}-", std::process::id());
+    std::fs::read_to_string(proc.join(pid.to_string()).join("cgroup"))
+        .is_ok_and(|text| text.contains(&mine))
 }
 
 /// Waits for `pid` if it is an exited child of this process that is not a run's program (whose

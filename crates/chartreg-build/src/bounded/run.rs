@@ -2,22 +2,20 @@
 //! 1. The memory bound is chosen before anything starts: a cgroup of the run's own, else the
 //!    watchdog if `/proc` can be read, else none, and then the run is refused unless the
 //!    operator allowed it.
-//! 2. The command line: the program (found on the run's `PATH`), in its namespaces when
-//!    isolated, behind the gate when it has a cgroup: `/bin/sh` reads `go` from a pipe, then
-//!    `exec`s it, so that it is in its cgroup before it runs and nothing it forks is outside.
+//! 2. The command line ([`start`]): the program (found on the run's `PATH`), in its namespaces
+//!    when isolated, behind the gate when it has a cgroup, so that it is in its cgroup before it
+//!    runs and nothing it forks is outside.
 //! 3. It starts listed among the runs' programs ([`procs::ROOTS`]), is moved into its cgroup
 //!    (or, if that fails, watched), and the gate opens.
 //! 4. Its streams are read, and each tick its time and (watchdog) memory are looked at; past a
 //!    limit, its whole tree is killed and the run gives the error that says why.
 //! 5. When it ends, whatever it left running is killed the same way.
 
-use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -27,20 +25,9 @@ use super::cgroup::{RunCgroup, Version};
 use super::isolate::Isolation;
 use super::output::{Event, reader};
 use super::procs::{self, ROOTS, Tree};
+use super::start;
 use super::watch::{self, Watchdog};
 use super::{Bound, Bounded, BoundedError, Finished, MemoryBound, Stream, UNBOUNDED};
-
-/// The shell that holds the program until it is in its cgroup, and what it runs: it reads
-/// `go` from its stdin (a pipe from this process), then `exec`s its arguments with stdin
-/// `/dev/null`; anything else (the pipe closed) and it exits without running them. Its
-/// arguments start with [`GATE_ENV`], which drops what the shell adds to the environment.
-const GATE_SHELL: &str = "/bin/sh";
-const GATE: &str = r#"read -r go && [ "$go" = go ] && exec "$@" </dev/null; exit 125"#;
-
-/// What the gate's shell adds to the environment (dash `PWD`; bash `SHLVL` and `_` too),
-/// dropped by `env -u` unless the run names it.
-const GATE_ENV: &str = "/usr/bin/env";
-const SHELL_ADDS: [&str; 4] = ["PWD", "OLDPWD", "SHLVL", "_"];
 
 /// How often the run is looked at: its memory (watchdog) and its time.
 const TICK: std::time::Duration = std::time::Duration::from_millis(20);
@@ -52,9 +39,6 @@ const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 /// How many looks in a row a cgroup run's memory must be above its limit to be stopped (a
 /// moment above it is page cache the kernel is reclaiming).
 const SUSTAINED: u32 = 5;
-
-/// Tells runs apart in the claims of orphans.
-static RUNS: AtomicU64 = AtomicU64::new(0);
 
 /// A run that does not ask to be isolated.
 static NOT_ASKED: Isolation = Isolation::None(String::new());
@@ -92,10 +76,12 @@ impl Program {
     }
 }
 
-/// What holds the run's memory and tree.
+/// What holds the run's memory and tree (dropped in this order: each kills what is left).
 struct Hold {
     group: Option<RunCgroup>,
     watchdog: Option<Watchdog>,
+    /// This run's turn among those whose orphans come to this process, until its tree is dead.
+    _turn: Option<std::sync::MutexGuard<'static, ()>>,
 }
 
 impl Hold {
@@ -142,7 +128,7 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
         program: program.clone(),
         source,
     };
-    let found = resolve(&program, &env, dir.as_deref()).map_err(spawn_error)?;
+    let found = start::resolve(&program, &env, dir.as_deref()).map_err(spawn_error)?;
 
     // 1. The memory bound.
     let mut why_not = Vec::new();
@@ -181,27 +167,7 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
             .chain(args)
             .collect(),
     );
-    // (`env` would take a program path holding `=` for a variable: such a program is moved
-    // into its cgroup just after it starts instead.)
-    let gated = group.is_some()
-        && Path::new(GATE_SHELL).is_file()
-        && Path::new(GATE_ENV).is_file()
-        && !argv
-            .first()
-            .is_some_and(|p| p.as_encoded_bytes().contains(&b'='));
-    if gated {
-        let mut gate: Vec<OsString> = [GATE_SHELL, "-c", GATE, "chartreg-gate", GATE_ENV]
-            .into_iter()
-            .map(OsString::from)
-            .collect();
-        for name in SHELL_ADDS {
-            if !env.iter().any(|(k, _)| k == name) {
-                gate.extend(["-u".into(), name.into()]);
-            }
-        }
-        gate.push("--".into());
-        argv = gate.into_iter().chain(argv).collect();
-    }
+    let gated = group.is_some() && start::gate(&mut argv, &env);
     let Some((first, rest)) = argv.split_first() else {
         return Err(spawn_error(std::io::Error::other("no command line")));
     };
@@ -218,7 +184,9 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
         command.current_dir(dir);
     }
 
-    // 3. Started, listed, moved in (else watched), let go.
+    // 3. Started, listed, moved in (else watched), let go. A run whose orphans come to this
+    // process takes its turn first.
+    let mut turn = (group.is_none() && !isolation.holds()).then(|| procs::lock(&procs::TRACKING));
     let mut child = {
         let mut roots = procs::lock(&ROOTS);
         let child = isolation.spawn(command).map_err(spawn_error)?;
@@ -235,6 +203,10 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
     {
         why_not.push(format!("cannot move it into its cgroup: {e}"));
         group = None;
+        // Still behind its gate: it forked nothing yet.
+        if turn.is_none() && !isolation.holds() {
+            turn = Some(procs::lock(&procs::TRACKING));
+        }
     }
     let bound = match &group {
         Some(g) if g.version() == Version::V2 => Bound::CgroupV2,
@@ -256,11 +228,14 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
     };
     let watchdog = (bound == Bound::Watchdog).then(|| {
         // Without a namespace of its own, its orphans come to this process.
-        let adopts = !isolation.holds() && procs::adopt_orphans();
-        let id = RUNS.fetch_add(1, Ordering::Relaxed);
-        Watchdog::new(&proc, Tree::new(id, me.pid, adopts))
+        let adopts = turn.is_some() && procs::adopt_orphans();
+        Watchdog::new(&proc, Tree::new(me.pid, adopts))
     });
-    let mut hold = Hold { group, watchdog };
+    let mut hold = Hold {
+        group,
+        watchdog,
+        _turn: turn,
+    };
     if let Some(mut gate) = child.stdin.take() {
         let _ = gate.write_all(b"go\n");
     }
@@ -380,38 +355,4 @@ pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
         bound,
         peak,
     })
-}
-
-/// The file `program` names: itself if it holds a `/`, else the first on the run's `PATH` (or
-/// this process's, if the run has none), as `execvp` would find it.
-fn resolve(
-    program: &Path,
-    env: &[(OsString, OsString)],
-    dir: Option<&Path>,
-) -> std::io::Result<PathBuf> {
-    if program.as_os_str().as_encoded_bytes().contains(&b'/') {
-        let at = match dir {
-            Some(dir) if program.is_relative() => dir.join(program),
-            _ => program.to_owned(),
-        };
-        return if at.is_file() {
-            Ok(program.to_owned())
-        } else {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no such file",
-            ))
-        };
-    }
-    let path = env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var_os("PATH"))
-        .unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "not found on the PATH"))
 }

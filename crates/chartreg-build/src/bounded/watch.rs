@@ -88,6 +88,5 @@ impl Watchdog {
 impl Drop for Watchdog {
     fn drop(&mut self) {
         self.kill_all();
-        self.tree.release();
     }
 }
