@@ -26,6 +26,14 @@ pub fn root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// Why no cgroup can be made here, for a message.
+fn why_no_cgroup() -> String {
+    match cgroup::RunCgroup::create(64 * MIB) {
+        Ok(_) => "a cgroup can be made now".to_owned(),
+        Err(why) => why,
+    }
+}
+
 /// The bound a run that may have a cgroup must get here, when the caller says
 /// (`CHARTREG_TEST_BOUND=cgroup v2`: the VM of scripts/cgroup-v2-vm.sh, per kind of host).
 fn expected_bound() -> Option<String> {
@@ -177,7 +185,7 @@ fn a_cgroup_stops_a_run_past_its_memory_where_one_can_be_made_and_says_which() {
         panic!("{err}");
     };
     if let Some(want) = expected_bound() {
-        assert_eq!(bound.to_string(), want, "{err}");
+        assert_eq!(bound.to_string(), want, "{err} ({})", why_no_cgroup());
     }
     // As root on Linux (CI), a cgroup can be made: v1 on this project's machines.
     if ci() && root() {
@@ -196,7 +204,7 @@ fn a_cgroup_stops_a_run_past_its_memory_where_one_can_be_made_and_says_which() {
 fn a_run_that_ends_says_what_bounded_it() {
     let done = sh("exit 0", limits()).run().unwrap();
     if let Some(want) = expected_bound() {
-        assert_eq!(done.bound.to_string(), want);
+        assert_eq!(done.bound.to_string(), want, "{}", why_no_cgroup());
     }
     if ci() && root() {
         assert!(

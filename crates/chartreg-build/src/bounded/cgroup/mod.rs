@@ -84,7 +84,7 @@ impl RunCgroup {
             find(&cgroups, &mounts).ok_or(CgroupError::NotInOne(what))
         };
         let v2 = match v2::base(|| own(find::v2_folder, "cgroup v2")) {
-            Ok(base) => match Self::make(base, &name, Version::V2, limit) {
+            Ok(base) => match Self::make(&base, &name, Version::V2, limit) {
                 Ok(group) => return Ok(group),
                 Err(e) => e.to_string(),
             },

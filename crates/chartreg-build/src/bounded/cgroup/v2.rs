@@ -18,33 +18,42 @@
 //! the [`CgroupError`] that says why, and the run is bounded otherwise.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 
 use super::CgroupError;
 
 /// The leaf that this process, and every other process of its cgroup, moves into.
 pub const LEAF: &str = "chartreg-build-leaf";
 
-/// Rounds of moving processes into the leaf before giving up on a cgroup that keeps filling.
-const ROUNDS: usize = 20;
+/// Rounds of moving processes into the leaf (2 ms apart) before giving up on a cgroup that
+/// keeps filling.
+const ROUNDS: usize = 50;
 
 /// The folder this process's cgroup v2 runs are made in, prepared on first use; the error
-/// says why there is none (kept: every later run gets the same answer).
-pub fn base(own: impl FnOnce() -> Result<PathBuf, CgroupError>) -> Result<&'static Path, String> {
-    static BASE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BASE.get_or_init(|| {
-        own()
-            .and_then(|own| prepare(&own))
-            .map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map(PathBuf::as_path)
-    .map_err(Clone::clone)
+/// says why there is none. Only the folder is kept: a failure (a process forking in the
+/// cgroup while it was emptied, say) is tried again by the next run.
+pub fn base(own: impl FnOnce() -> Result<PathBuf, CgroupError>) -> Result<PathBuf, String> {
+    static BASE: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut base = BASE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(base) = &*base {
+        return Ok(base.clone());
+    }
+    let made = own()
+        .and_then(|own| prepare(&own))
+        .map_err(|e| e.to_string())?;
+    *base = Some(made.clone());
+    Ok(made)
 }
 
-/// Makes `own` (this process's cgroup) able to hold runs with a memory bound: the folder to
-/// make them in.
-fn prepare(own: &Path) -> Result<PathBuf, CgroupError> {
+/// Makes the cgroup this process was found in (`found`) able to hold runs with a memory
+/// bound: the folder to make them in.
+fn prepare(found: &Path) -> Result<PathBuf, CgroupError> {
+    // In a leaf of ours (moved there by an earlier chartreg-build, or by a try of this one
+    // that did not finish), its parent is the cgroup to prepare.
+    let own = match found.parent() {
+        Some(parent) if found.file_name().is_some_and(|n| n == LEAF) => parent,
+        _ => found,
+    };
     let controllers = read(&own.join("cgroup.controllers"))?;
     if !controllers.split_whitespace().any(|c| c == "memory") {
         return Err(CgroupError::NoController {
@@ -52,16 +61,11 @@ fn prepare(own: &Path) -> Result<PathBuf, CgroupError> {
             found: controllers.trim().to_owned(),
         });
     }
-    // The root has no cgroup.type: exempt from the rule.
-    if !own.join("cgroup.type").exists() {
+    // The root has no cgroup.type: exempt from the rule. A cgroup that enables memory holds
+    // no process: prepared already.
+    if !own.join("cgroup.type").exists() || enabled(own) {
         enable(own)?;
         return Ok(own.to_owned());
-    }
-    if own.file_name().is_some_and(|n| n == LEAF)
-        && let Some(parent) = own.parent()
-        && enabled(parent)
-    {
-        return Ok(parent.to_owned());
     }
     let leaf = own.join(LEAF);
     match std::fs::create_dir(&leaf) {
@@ -71,26 +75,27 @@ fn prepare(own: &Path) -> Result<PathBuf, CgroupError> {
             return Err(CgroupError::Io { path: leaf, source });
         }
     }
+    // This process first: what its threads start from now on starts in the leaf.
     write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
+    let mut left = 0;
     for _ in 0..ROUNDS {
         let procs = read(&own.join("cgroup.procs"))?;
-        if procs.trim().is_empty() {
-            break;
-        }
         for pid in procs.split_whitespace() {
             // A process that exits meanwhile cannot be moved: it is gone either way.
             let _ = std::fs::write(leaf.join("cgroup.procs"), pid);
         }
+        left = read(&own.join("cgroup.procs"))?.split_whitespace().count();
+        // A process left behind may have forked between the two reads: enabling then fails
+        // (EBUSY), and the next round moves it.
+        if left == 0 && enable(own).is_ok() {
+            return Ok(own.to_owned());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    let left = read(&own.join("cgroup.procs"))?.split_whitespace().count();
-    if left > 0 {
-        return Err(CgroupError::Crowded {
-            dir: own.to_owned(),
-            left,
-        });
-    }
-    enable(own)?;
-    Ok(own.to_owned())
+    Err(CgroupError::Crowded {
+        dir: own.to_owned(),
+        left,
+    })
 }
 
 /// Whether `dir` enables the memory controller for its children.
@@ -151,5 +156,17 @@ mod tests {
         let leaf = dir.path().join(LEAF);
         fake(&leaf, "memory\n", "", "7\n");
         assert_eq!(prepare(&leaf).unwrap(), dir.path());
+    }
+
+    #[test]
+    fn a_leaf_whose_parent_does_not_enable_memory_yet_is_prepared_from_its_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        fake(dir.path(), "memory pids\n", "", "");
+        let leaf = dir.path().join(LEAF);
+        // Its controllers are empty until the parent enables memory: not what is checked.
+        fake(&leaf, "", "", "7\n");
+        assert_eq!(prepare(&leaf).unwrap(), dir.path());
+        let enabled = std::fs::read_to_string(dir.path().join("cgroup.subtree_control"));
+        assert_eq!(enabled.unwrap(), "+memory");
     }
 }
