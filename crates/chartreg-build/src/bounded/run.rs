@@ -109,6 +109,7 @@ impl Hold {
     }
 }
 
+/// Runs `run` to its end, or stops it at a bound (the steps above).
 pub fn run(run: Bounded) -> Result<Finished, BoundedError> {
     let Bounded {
         program,
