@@ -104,6 +104,21 @@ pub enum Command {
     Diff(DiffArgs),
 }
 
+impl Command {
+    /// The flags of how programs run (`--helm`, the render bounds, `--unbounded`), for the
+    /// commands that run any.
+    fn render(&self) -> Option<&crate::chart_images::flags::RenderArgs> {
+        match self {
+            Command::Pack(args) => Some(&args.render),
+            Command::Fetch(args) => Some(&args.render),
+            Command::Build(args) => Some(&args.render),
+            Command::Image(args) => Some(&args.render),
+            Command::Images(args) => Some(&args.render),
+            Command::ImportBundle(_) | Command::Init(_) | Command::Diff(_) => None,
+        }
+    }
+}
+
 /// Parses `args`, runs the command, and says how it went.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
@@ -132,6 +147,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     if writes {
         crate::durable::stop::watch();
+    }
+    // Every program these commands run, Helm or not, goes ahead unbounded only if told.
+    if let Some(render) = cli.command.render() {
+        crate::bounded::allow_unbounded(render.unbounded);
     }
     let result = match cli.command {
         Command::Pack(args) => crate::pack::command::run(&args).map_err(Error::from),

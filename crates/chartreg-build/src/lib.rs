@@ -32,7 +32,8 @@
 //!   (Chart.yaml, values.yaml, a bundle's lists) within bounds of size, nesting and expanded
 //!   values.
 //! - [`bounded`] runs every program the tool starts (Helm, cargo, the built server) within
-//!   bounds of time, memory and output, with an environment it names.
+//!   bounds of time, memory and output, with an environment it names, and ends whatever the
+//!   program started with it; Helm in namespaces of its own, without network.
 //! - [`pin`] reads what an entry asks of an image repository: a tag, a digest, or both.
 //! - [`output`] prints the lines the commands show, escaped.
 //! - [`durable`] is how every command that writes changes its folder: at one commit point (a

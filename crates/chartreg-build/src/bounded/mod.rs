@@ -1,38 +1,52 @@
 //! Every program the build tool starts (Helm, cargo and the toolchain, the server binary it
 //! built) runs through [`Bounded`]: nothing a chart or an upstream list holds can make such a run
-//! endless, unbounded in memory, or flood the terminal, and none inherits this process's
-//! environment.
+//! endless, unbounded in memory, or flood the terminal; nothing it starts outlives it; none
+//! inherits this process's environment.
 //!
 //! 1. The command is built with an empty environment; the caller names each variable it passes
 //!    ([`Bounded::env`], [`Bounded::env_from_parent`]). Stdin is `/dev/null`. The program gets
-//!    a process group of its own, so that stopping it stops whatever it started.
-//! 2. Memory: a memory cgroup of its own with the limit, where this machine lets one be made
-//!    (`cgroup`: cgroup v2, or v1's memory controller, as root or with a delegated tree); the
-//!    kernel then stops the group at the limit. Where none can be made, a watchdog sums the
-//!    anonymous resident memory of the process group ([`watch`]) and stops it past the limit.
-//!    (`RLIMIT_AS` does not suit Go programs such as Helm: they reserve far more address space
-//!    than they use.)
-//! 3. Output: stdout and stderr are read by threads of their own, captured, or forwarded to this
+//!    a process group of its own.
+//! 2. Memory, the first [`Bound`] this machine allows:
+//!    - a memory cgroup of the run's own ([`cgroup`]): cgroup v2 (as root, or in a subtree
+//!      delegated to the user: this process first moves into a leaf cgroup so that its cgroup
+//!      may enable `memory` for the run's), else cgroup v1's memory controller. The program
+//!      enters it before it starts (a shell waits on a pipe until it has been moved, then
+//!      `exec`s the program). On v1 the kernel stops the run at the limit; on v2 the kernel
+//!      holds it there (`memory.high`) and this process stops it, the kernel's OOM killer
+//!      waiting an eighth above (see [`cgroup`] for why).
+//!    - else the watchdog ([`watch`]), which sums the anonymous resident memory of the run's
+//!      whole tree, `setsid()` children and orphans included ([`procs`]), and stops the run past
+//!      the limit. (`RLIMIT_AS` does not suit Go programs such as Helm: they reserve far more
+//!      address space than they use.)
+//!    - else, where `/proc` cannot be read either, the run is refused ([`BoundedError::NoBound`])
+//!      unless the operator said `--unbounded` ([`allow_unbounded`]).
+//! 3. An isolated run ([`Bounded::isolated`], Helm's) also gets a PID namespace and a network
+//!    namespace of its own where the machine allows ([`isolate`]).
+//! 4. Output: stdout and stderr are read by threads of their own, captured, or forwarded to this
 //!    process's stderr as they arrive ([`Sink`]); past the limit on either, the run is stopped.
-//! 4. Time: past the limit, the run is stopped.
+//! 5. Time: past the limit, the run is stopped.
 //!
-//! "Stopped" is SIGKILL to the process group (and to every process left in the cgroup), then a
-//! [`BoundedError`] saying which bound it passed. A run that ends by itself gives its status and
-//! what it printed ([`Finished`]); judging the status is the caller's.
+//! "Stopped" is SIGKILL to the run's whole tree: its cgroup (`cgroup.kill`, or every process
+//! `cgroup.procs` lists), its PID namespace (its init), or the tree the watchdog tracks, and its
+//! process group; then a [`BoundedError`] saying which limit it passed and which bound held its
+//! memory. A run that ends by itself gives its status and what it printed ([`Finished`]), and
+//! whatever it left running is killed the same way; judging the status is the caller's.
 
 mod cgroup;
+mod isolate;
+mod output;
+mod procs;
+mod run;
+mod start;
 mod watch;
 
 use std::ffi::{OsStr, OsString};
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group};
+pub use procs::ProcError;
 
 /// The bounds of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,13 +59,34 @@ pub struct Limits {
     pub output: u64,
 }
 
-/// How memory is bounded: a cgroup where one can be made, else the watchdog; or the watchdog
-/// alone (the tests prove each).
+/// How memory may be bounded: a cgroup where one can be made, else the watchdog; or the
+/// watchdog alone (the tests prove each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MemoryBound {
     #[default]
     CgroupElseWatchdog,
     Watchdog,
+}
+
+/// What bounded a run's memory, as messages name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    CgroupV2,
+    CgroupV1,
+    Watchdog,
+    /// Nothing could, and the operator allowed it (`--unbounded`).
+    Unbounded,
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Bound::CgroupV2 => "cgroup v2",
+            Bound::CgroupV1 => "cgroup v1",
+            Bound::Watchdog => "the watchdog",
+            Bound::Unbounded => "none (--unbounded)",
+        })
+    }
 }
 
 /// Where a stream of the program goes.
@@ -87,16 +122,39 @@ pub enum BoundedError {
         program: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: still running after {}, its time limit: stopped", program.display(), humantime::format_duration(*limit))]
-    Time { program: PathBuf, limit: Duration },
-    #[error("{}: used more than {}, its memory limit: stopped", program.display(), mib(*limit))]
-    Memory { program: PathBuf, limit: u64 },
-    #[error("{}: printed more than {} on {stream}, its output limit: stopped", program.display(), mib(*limit))]
+    #[error(
+        "{}: not run: nothing on this machine can bound its memory ({why}); --unbounded runs it with its time and output bounds only",
+        program.display()
+    )]
+    NoBound { program: PathBuf, why: String },
+    #[error("{}: still running after {}, its time limit: stopped (memory bound: {bound})", program.display(), humantime::format_duration(*limit))]
+    Time {
+        program: PathBuf,
+        limit: Duration,
+        bound: Bound,
+    },
+    #[error(
+        "{}: used more than {}, its memory limit: stopped (memory bound: {bound}{})",
+        program.display(),
+        mib(*limit),
+        peak.map(|p| format!("; peak {}", mib(p))).unwrap_or_default()
+    )]
+    Memory {
+        program: PathBuf,
+        limit: u64,
+        bound: Bound,
+        /// The most its tree held, as the bound measured it.
+        peak: Option<u64>,
+    },
+    #[error("{}: printed more than {} on {stream}, its output limit: stopped (memory bound: {bound})", program.display(), mib(*limit))]
     Output {
         program: PathBuf,
         stream: Stream,
         limit: u64,
+        bound: Bound,
     },
+    #[error("{}: its memory can no longer be watched ({source}): stopped", program.display())]
+    Blind { program: PathBuf, source: ProcError },
     #[error("{}: waiting for it: {source}", program.display())]
     Wait {
         program: PathBuf,
@@ -116,6 +174,19 @@ pub struct Finished {
     /// What it printed on a captured stream (empty for a forwarded one).
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// What bounded its memory.
+    pub bound: Bound,
+    /// The most its tree held, as the bound measured it.
+    pub peak: Option<u64>,
+}
+
+/// Whether runs that no bound can hold go ahead (`--unbounded`); set once by the command line.
+static UNBOUNDED: AtomicBool = AtomicBool::new(false);
+
+/// Lets runs whose memory nothing on this machine can bound go ahead, with their time and
+/// output bounds only (the operator's `--unbounded`).
+pub fn allow_unbounded(allow: bool) {
+    UNBOUNDED.store(allow, Ordering::Relaxed);
 }
 
 /// One program to run within [`Limits`].
@@ -127,16 +198,13 @@ pub struct Bounded {
     dir: Option<PathBuf>,
     limits: Limits,
     memory: MemoryBound,
+    isolated: bool,
+    unbounded: Option<bool>,
+    /// Where processes are read (`/proc`; the tests point it elsewhere).
+    proc: PathBuf,
     stdout: Sink,
     stderr: Sink,
 }
-
-/// How often the run is looked at: its memory (watchdog) and its time.
-const TICK: Duration = Duration::from_millis(20);
-
-/// How long what the program printed is waited for once it has exited or been stopped (a
-/// process that left the group may still hold the pipe).
-const DRAIN: Duration = Duration::from_secs(2);
 
 impl Bounded {
     /// `program`, with no arguments and an empty environment, its output captured.
@@ -148,6 +216,9 @@ impl Bounded {
             dir: None,
             limits,
             memory: MemoryBound::default(),
+            isolated: false,
+            unbounded: None,
+            proc: PathBuf::from("/proc"),
             stdout: Sink::Capture,
             stderr: Sink::Capture,
         }
@@ -214,6 +285,26 @@ impl Bounded {
         self
     }
 
+    /// Runs it in a PID namespace and a network namespace of its own where this machine
+    /// allows ([`isolate`]): no network, and nothing it starts survives it.
+    pub fn isolated(mut self) -> Bounded {
+        self.isolated = true;
+        self
+    }
+
+    /// Whether it goes ahead where nothing can bound its memory [default: what
+    /// [`allow_unbounded`] set].
+    pub fn unbounded(mut self, allow: bool) -> Bounded {
+        self.unbounded = Some(allow);
+        self
+    }
+
+    #[cfg(test)]
+    fn proc_at(mut self, proc: impl Into<PathBuf>) -> Bounded {
+        self.proc = proc.into();
+        self
+    }
+
     /// The program, as messages name it.
     pub fn program(&self) -> &Path {
         &self.program
@@ -221,196 +312,13 @@ impl Bounded {
 
     /// Runs it to the end, or stops it at a bound.
     pub fn run(self) -> Result<Finished, BoundedError> {
-        let Bounded {
-            program,
-            args,
-            env,
-            dir,
-            limits,
-            memory,
-            stdout,
-            stderr,
-        } = self;
-        let mut command = Command::new(&program);
-        command
-            .args(&args)
-            .env_clear()
-            .envs(env)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let Some(dir) = &dir {
-            command.current_dir(dir);
-        }
-        // Made before the program starts, so that it is moved in before it reads any input.
-        let group = match memory {
-            MemoryBound::CgroupElseWatchdog => cgroup::MemoryCgroup::create(limits.memory),
-            MemoryBound::Watchdog => None,
-        };
-        let mut child = command.spawn().map_err(|source| BoundedError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
-        let pid = Pid::from_child(&child);
-        let mut watchdog = None;
-        match &group {
-            Some(group) if group.add(child.id()).is_ok() => {}
-            _ => watchdog = Some(watch::Watchdog::new(child.id())),
-        }
-        let (events, arrived) = mpsc::channel();
-        let readers =
-            [
-                child.stdout.take().map(|pipe| {
-                    reader(pipe, Stream::Stdout, stdout, limits.output, events.clone())
-                }),
-                child.stderr.take().map(|pipe| {
-                    reader(pipe, Stream::Stderr, stderr, limits.output, events.clone())
-                }),
-            ];
-        {
-            let events = events.clone();
-            std::thread::spawn(move || {
-                let _ = events.send(Event::Exited(child.wait()));
-            });
-        }
-        drop(events);
-
-        let started = Instant::now();
-        let mut stopped: Option<BoundedError> = None;
-        let stop = |why: BoundedError, stopped: &mut Option<BoundedError>| {
-            if stopped.is_none() {
-                let _ = kill_process_group(pid, Signal::KILL);
-                if let Some(group) = &group {
-                    group.kill_all();
-                }
-                *stopped = Some(why);
-            }
-        };
-        let status = loop {
-            match arrived.recv_timeout(TICK) {
-                Ok(Event::Exited(status)) => break status,
-                Ok(Event::Overflow(stream)) => stop(
-                    BoundedError::Output {
-                        program: program.clone(),
-                        stream,
-                        limit: limits.output,
-                    },
-                    &mut stopped,
-                ),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    break Err(std::io::Error::other("the waiting thread ended"));
-                }
-            }
-            if started.elapsed() > limits.time {
-                stop(
-                    BoundedError::Time {
-                        program: program.clone(),
-                        limit: limits.time,
-                    },
-                    &mut stopped,
-                );
-            }
-            if let Some(watchdog) = &mut watchdog
-                && stopped.is_none()
-                && watchdog.anonymous_bytes() > limits.memory
-            {
-                stop(
-                    BoundedError::Memory {
-                        program: program.clone(),
-                        limit: limits.memory,
-                    },
-                    &mut stopped,
-                );
-            }
-        };
-        // Whatever it started and left behind goes with it.
-        let _ = kill_process_group(pid, Signal::KILL);
-        let oom = group.as_ref().is_some_and(cgroup::MemoryCgroup::oom_killed);
-        drop(group);
-        let [out, err] = readers.map(|r| r.map(|r| r.join_within(DRAIN)).unwrap_or_default());
-        if let Some(why) = stopped {
-            return Err(why);
-        }
-        let status = status.map_err(|source| BoundedError::Wait {
-            program: program.clone(),
-            source,
-        })?;
-        if oom {
-            return Err(BoundedError::Memory {
-                program,
-                limit: limits.memory,
-            });
-        }
-        Ok(Finished {
-            status,
-            stdout: out,
-            stderr: err,
-        })
+        run::run(self)
     }
 }
 
-enum Event {
-    Exited(std::io::Result<ExitStatus>),
-    Overflow(Stream),
-}
-
-/// A thread reading one stream.
-struct Reader {
-    handle: JoinHandle<Vec<u8>>,
-    done: mpsc::Receiver<()>,
-}
-
-impl Reader {
-    /// What it kept, once the stream ends, or what is there after `wait` (the thread is left
-    /// to end with the pipe).
-    fn join_within(self, wait: Duration) -> Vec<u8> {
-        match self.done.recv_timeout(wait) {
-            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                self.handle.join().unwrap_or_default()
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => Vec::new(),
-        }
-    }
-}
-
-fn reader(
-    mut pipe: impl Read + Send + 'static,
-    stream: Stream,
-    sink: Sink,
-    limit: u64,
-    events: mpsc::Sender<Event>,
-) -> Reader {
-    let (finished, done) = mpsc::channel();
-    let handle = std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut total: u64 = 0;
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            let n = match pipe.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            };
-            total = total.saturating_add(n as u64);
-            if total > limit {
-                let _ = events.send(Event::Overflow(stream));
-                break;
-            }
-            let chunk = buf.get(..n).unwrap_or_default();
-            match sink {
-                Sink::Capture => kept.extend_from_slice(chunk),
-                Sink::Forward => {
-                    let _ = std::io::stderr().write_all(chunk);
-                }
-            }
-        }
-        let _ = finished.send(());
-        kept
-    });
-    Reader { handle, done }
+/// How this machine isolates runs that ask ([`Bounded::isolated`]), for messages and notes.
+pub fn isolation() -> String {
+    isolate::Isolation::find().to_string()
 }
 
 #[cfg(test)]

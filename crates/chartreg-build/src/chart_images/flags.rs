@@ -1,6 +1,8 @@
 //! The flags of every command that renders charts to find their images (`images`, `pack` with
-//! an `images:` section, `fetch --with-chart-images`): which Helm, the bounds of each render,
-//! and whether a chart Helm cannot render fails the run (the default) or is read statically;
+//! an `images:` section, `fetch --with-chart-images`, and `build` and `image`, which pack):
+//! which Helm, the bounds of each render, whether a chart Helm cannot render fails the run (the
+//! default) or is read statically, and whether a program runs where nothing can bound its
+//! memory (`--unbounded`, for every program these commands run: Helm, cargo, the built server);
 //! and the [`Options`] they make ([`options`]), with the [`note`] each of those commands shows
 //! when no Helm renders.
 
@@ -33,6 +35,12 @@ pub struct RenderArgs {
     /// images statically (annotations, values) with a warning, instead of failing.
     #[arg(long)]
     pub static_fallback: bool,
+    /// Run programs (Helm, cargo, the built server) even where this machine can bound no
+    /// program's memory: no memory cgroup can be made and /proc cannot be read for the
+    /// watchdog. Their time and output stay bounded. Without it such a run is refused, naming
+    /// why.
+    #[arg(long, env = "CHARTREG_UNBOUNDED")]
+    pub unbounded: bool,
 }
 
 impl Default for RenderArgs {
@@ -42,6 +50,7 @@ impl Default for RenderArgs {
             render_timeout: RenderLimits::DEFAULT_TIME,
             render_memory: RenderLimits::DEFAULT_MEMORY_MIB,
             static_fallback: false,
+            unbounded: false,
         }
     }
 }
@@ -105,6 +114,9 @@ mod tests {
         assert_eq!(cli.render.render_timeout, defaults.render_timeout);
         assert_eq!(cli.render.render_memory, defaults.render_memory);
         assert!(!cli.render.static_fallback);
+        assert!(!cli.render.unbounded);
+        let cli = Cli::try_parse_from(["x", "--unbounded"]).unwrap();
+        assert!(cli.render.unbounded);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Rendering a chart with the Helm the team has, which needs no cluster and no network for a
 //! chart whose subcharts it holds. The binary is the one `--helm` (or `CHARTREG_HELM`) names,
-//! else `helm` on the PATH.
+//! else `helm` on the PATH, and it must be Helm 3.11.1 or later ([`MINIMUM`]): before it,
+//! `helm template` let a template make DNS lookups (`getHostByName`, CVE-2023-25165).
 //!
 //! The chart is upstream's, so nothing of it reaches Helm's command line but as a value, and the
 //! run is bounded ([`crate::bounded`]):
@@ -13,7 +14,10 @@
 //!    can send it elsewhere and a render touches nothing of the user's. `GOMEMLIMIT` is set
 //!    below the memory limit, so Go collects garbage harder before the limit stops it.
 //! 3. Time, memory and output are bounded by [`RenderLimits`]; a render past one is stopped
-//!    with an error saying which.
+//!    with an error saying which, and which bound held its memory.
+//! 4. Helm runs isolated ([`Bounded::isolated`]): in a network namespace of its own, with no
+//!    network, and a PID namespace whose end ends whatever it started, where the machine
+//!    allows (root, or unprivileged user namespaces); elsewhere with the user's network.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -23,6 +27,17 @@ use crate::bounded::{Bounded, BoundedError, Limits};
 
 /// The release name every chart is rendered as: Helm's default for `helm template CHART`.
 pub const RELEASE: &str = "release-name";
+
+/// The oldest Helm that renders charts: 3.11.1 stopped `helm template` from resolving host
+/// names for templates (CVE-2023-25165).
+pub const MINIMUM: semver::Version = semver::Version::new(3, 11, 1);
+
+/// The bounds of asking Helm its version.
+const VERSION_LIMITS: Limits = Limits {
+    time: Duration::from_secs(30),
+    memory: 256 << 20,
+    output: 64 << 10,
+};
 
 /// How much of Helm's stderr a message quotes.
 const QUOTED: usize = 4096;
@@ -42,6 +57,13 @@ pub enum HelmError {
     NotUtf8,
     #[error("{}: no such file (given by --helm or CHARTREG_HELM)", .0.display())]
     Missing(PathBuf),
+    #[error(
+        "{}: Helm {found} is older than {MINIMUM}, the oldest that renders charts here (before it, a template could make DNS lookups: CVE-2023-25165); give --helm a newer Helm",
+        bin.display()
+    )]
+    TooOld { bin: PathBuf, found: String },
+    #[error("{}: cannot tell which Helm it is (`helm version`): {why}", bin.display())]
+    Version { bin: PathBuf, why: String },
     #[error("a scratch folder for Helm: {0}")]
     Scratch(std::io::Error),
     #[error("{}: {source}", path.display())]
@@ -56,9 +78,18 @@ impl HelmError {
     /// printed what is not text), as opposed to Helm or this machine not being usable.
     pub fn is_render_failure(&self) -> bool {
         match self {
-            HelmError::Run(BoundedError::Spawn { .. } | BoundedError::Wait { .. }) => false,
+            HelmError::Run(
+                BoundedError::Spawn { .. }
+                | BoundedError::Wait { .. }
+                | BoundedError::NoBound { .. }
+                | BoundedError::Blind { .. },
+            ) => false,
             HelmError::Run(_) | HelmError::Template { .. } | HelmError::NotUtf8 => true,
-            HelmError::Missing(_) | HelmError::Scratch(_) | HelmError::Path { .. } => false,
+            HelmError::Missing(_)
+            | HelmError::TooOld { .. }
+            | HelmError::Version { .. }
+            | HelmError::Scratch(_)
+            | HelmError::Path { .. } => false,
         }
     }
 }
@@ -97,8 +128,8 @@ pub struct Helm {
 }
 
 impl Helm {
-    /// The Helm `given` names (which must exist), else `helm` on `path` (the PATH's value);
-    /// `None` when neither.
+    /// The Helm `given` names (which must exist), else `helm` on `path` (the PATH's value),
+    /// checked to be [`MINIMUM`] or later; `None` when neither.
     pub fn find(given: Option<&Path>, path: Option<OsString>) -> Result<Option<Helm>, HelmError> {
         let bin = match given {
             Some(bin) if !bin.is_file() => return Err(HelmError::Missing(bin.to_owned())),
@@ -114,12 +145,60 @@ impl Helm {
                 path: bin.clone(),
                 source,
             })?;
-            Ok(Helm {
+            let helm = Helm {
                 bin,
                 limits: RenderLimits::default(),
-            })
+            };
+            helm.check_version()?;
+            Ok(helm)
         })
         .transpose()
+    }
+
+    /// Refuses a Helm older than [`MINIMUM`], naming the version it says it is.
+    pub fn check_version(&self) -> Result<(), HelmError> {
+        let scratch = scratch()?;
+        let done = self
+            .command(scratch.path(), VERSION_LIMITS)
+            .args(["version", "--template", "{{.Version}}"])
+            .run()?;
+        let said = String::from_utf8_lossy(&done.stdout).trim().to_owned();
+        if !done.status.success() {
+            return Err(HelmError::Version {
+                bin: self.bin.clone(),
+                why: format!("{}: {}", done.status, quoted(&done.stderr)),
+            });
+        }
+        let found = version(&said).ok_or_else(|| HelmError::Version {
+            bin: self.bin.clone(),
+            why: format!("it printed {:?}", quoted(said.as_bytes())),
+        })?;
+        if found < MINIMUM {
+            return Err(HelmError::TooOld {
+                bin: self.bin.clone(),
+                found: said,
+            });
+        }
+        Ok(())
+    }
+
+    /// Helm run bounded and isolated, in `scratch` with its environment there (HOME, its
+    /// folders and files, KUBECONFIG, TMPDIR).
+    fn command(&self, scratch: &Path, limits: Limits) -> Bounded {
+        let at = |name: &str| scratch.join(name);
+        Bounded::new(&self.bin, limits)
+            .isolated()
+            .current_dir(scratch)
+            .env("HOME", at("home"))
+            .env("HELM_CACHE_HOME", at("cache"))
+            .env("HELM_CONFIG_HOME", at("config"))
+            .env("HELM_DATA_HOME", at("data"))
+            .env("HELM_PLUGINS", at("plugins"))
+            .env("HELM_REGISTRY_CONFIG", at("config/registry/config.json"))
+            .env("HELM_REPOSITORY_CONFIG", at("config/repositories.yaml"))
+            .env("HELM_REPOSITORY_CACHE", at("cache/repository"))
+            .env("KUBECONFIG", at("kubeconfig"))
+            .env("TMPDIR", scratch)
     }
 
     /// The manifests Helm renders from `chart` (a package or folder) with `values` laid over
@@ -131,29 +210,15 @@ impl Helm {
                 source,
             })
         };
-        let scratch = tempfile::Builder::new()
-            .prefix("chartreg-helm-")
-            .tempdir()
-            .map_err(HelmError::Scratch)?;
-        let at = |name: &str| scratch.path().join(name);
+        let scratch = scratch()?;
         let limits = Limits {
             time: self.limits.time,
             memory: self.limits.memory,
             output: self.limits.output,
         };
-        let mut run = Bounded::new(&self.bin, limits)
+        let mut run = self
+            .command(scratch.path(), limits)
             .arg("template")
-            .current_dir(scratch.path())
-            .env("HOME", at("home"))
-            .env("HELM_CACHE_HOME", at("cache"))
-            .env("HELM_CONFIG_HOME", at("config"))
-            .env("HELM_DATA_HOME", at("data"))
-            .env("HELM_PLUGINS", at("plugins"))
-            .env("HELM_REGISTRY_CONFIG", at("config/registry/config.json"))
-            .env("HELM_REPOSITORY_CONFIG", at("config/repositories.yaml"))
-            .env("HELM_REPOSITORY_CACHE", at("cache/repository"))
-            .env("KUBECONFIG", at("kubeconfig"))
-            .env("TMPDIR", scratch.path())
             .env("GOMEMLIMIT", (self.limits.memory / 10 * 9).to_string());
         for file in values {
             let mut flag = OsString::from("--values=");
@@ -171,6 +236,21 @@ impl Helm {
     }
 }
 
+/// A scratch folder for one run of Helm.
+fn scratch() -> Result<tempfile::TempDir, HelmError> {
+    tempfile::Builder::new()
+        .prefix("chartreg-helm-")
+        .tempdir()
+        .map_err(HelmError::Scratch)
+}
+
+/// The version `helm version --template {{.Version}}` printed (`v3.17.1`, `v4.3.1+g1a2b3c4`).
+fn version(said: &str) -> Option<semver::Version> {
+    let bare = said.strip_prefix('v').unwrap_or(said);
+    let bare = bare.split_once('+').map_or(bare, |(v, _)| v);
+    semver::Version::parse(bare).ok()
+}
+
 /// Helm's message as a message quotes it: its first [`QUOTED`] bytes, trimmed, each further
 /// line indented (so no line of it passes for one of this tool's own).
 fn quoted(stderr: &[u8]) -> String {
@@ -185,6 +265,18 @@ fn quoted(stderr: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn helm_versions_are_read_as_helm_prints_them_and_compared_to_the_minimum() {
+        let v = |s| version(s).unwrap();
+        assert_eq!(v("v3.17.1"), semver::Version::new(3, 17, 1));
+        assert_eq!(v("v4.3.1+g1a2b3c4"), semver::Version::new(4, 3, 1));
+        assert!(v("v3.11.0") < MINIMUM);
+        assert!(v("v3.11.1-rc.1") < MINIMUM);
+        assert!(v("v3.11.1") >= MINIMUM && v("v4.0.0") >= MINIMUM);
+        assert_eq!(version("<no value>"), None);
+        assert_eq!(version(""), None);
+    }
 
     #[test]
     fn helm_s_message_is_cut_and_its_lines_indented() {

@@ -19,6 +19,7 @@ mod common;
 #[path = "../corpus/mod.rs"]
 mod corpus;
 mod helm;
+mod helm_network;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
