@@ -226,3 +226,88 @@ printf 'containerd      %s\n' "$(containerd --version | awk '{print $3}')"
 printf 'ctr             %s\n' "$(ctr --version | awk '{print $3}')"
 printf 'runc            %s\n' "$(runc --version | awk 'NR==1{print $3}')"
 printf 'haproxy         %s\n' "$(haproxy -v | awk 'NR==1{print $3}')"
+
+# ---------------------------------------------------------------------------
+# Signature verifiers from Debian trixie (the signature tests): skopeo 1.18 built with sigstore
+# (containers/image's `sigstoreSigned` policy, what CRI-O, Podman and OpenShift enforce;
+# bookworm's skopeo 1.9 is built with sigstore disabled) and cosign 2.5. trixie's programs need
+# its C library (2.38+), so the packages below are unpacked together into .tools/sigstore and
+# run with trixie's own loader by two wrappers, .tools/bin/skopeo-sigstore and
+# .tools/bin/cosign. Each .deb is pinned by its path in Debian's pool and its sha256 (from
+# dists/trixie/main/binary-amd64/Packages.xz). Debian removes a package's old file from the
+# pool when a point release replaces it: a download that fails names the package; take its new
+# `Filename:` and `SHA256:` from that Packages.xz into the list below.
+# ---------------------------------------------------------------------------
+
+SIGSTORE_DEBS=(
+    "pool/main/s/skopeo/skopeo_1.18.0+ds1-1+b5_amd64.deb 7ca44a3f31f3cddca9d9dc858029dd08c30faf6e93456753825509e6a59192e2"
+    "pool/main/c/cosign/cosign_2.5.0-2+b5_amd64.deb 3b6eadd27f3c4c00bfa7eab5c2397a6a15a763630c7a1d40d06ff60d24799eef"
+    "pool/main/g/glibc/libc6_2.41-12+deb13u5_amd64.deb b59b0625cd1a791375d40dab23a4d5d3d0641e3d0a773501becdc3725b7f99cf"
+    "pool/main/g/gpgme1.0/libgpgme11t64_1.24.2-3_amd64.deb 6650203af59ccf73b22cd6904fb179a799cb70d62885b19ae725c0655c04241c"
+    "pool/main/liba/libassuan/libassuan9_3.0.2-2_amd64.deb 9d78ef8f016e7f24b5e20d1ce91939fe0f1f897e5f9059793201e930ded7eb8e"
+    "pool/main/libg/libgpg-error/libgpg-error0_1.51-4_amd64.deb 22b95570fd41c113ef6f5651563b4d748292844baab1278a46eb940c1dec2322"
+    "pool/main/s/sqlite3/libsqlite3-0_3.46.1-7+deb13u2_amd64.deb 0a459adaffd901109f7811ab65f58e7a957b4907d05539cf3d1184efdcde0468"
+)
+
+install_sigstore_verifiers() {
+    if [[ "$(uname -m)" != x86_64 ]]; then
+        log "skipping skopeo-sigstore and cosign: the pinned packages are amd64 (the signature tests fail under CI=true)"
+        return 0
+    fi
+    local dest="$TOOLS/sigstore" want
+    want="$(printf '%s\n' "${SIGSTORE_DEBS[@]}" | sha256sum | cut -d' ' -f1)"
+    if [[ "$(cat "$dest/.pins" 2>/dev/null)" != "$want" ]]; then
+        log "installing skopeo 1.18 (sigstore) and cosign 2.5 from Debian trixie"
+        rm -rf "$dest.new"
+        mkdir -p "$dest.new"
+        local entry path sha deb
+        for entry in "${SIGSTORE_DEBS[@]}"; do
+            read -r path sha <<<"$entry"
+            deb="$WORK/$(basename "$path")"
+            python3 - "http://deb.debian.org/debian/$path" "$sha" "$deb" <<'PY' \
+                || die "could not take $(basename "$path") from Debian trixie (see above)"
+import hashlib, sys, urllib.error, urllib.request
+
+url, want, out = sys.argv[1:4]
+try:
+    with urllib.request.urlopen(url, timeout=120) as response:
+        data = response.read()
+except urllib.error.HTTPError as e:
+    sys.exit(f"{url}: {e} (a trixie point release replaced it: update SIGSTORE_DEBS in scripts/install-tools.sh from dists/trixie/main/binary-amd64/Packages.xz)")
+got = hashlib.sha256(data).hexdigest()
+if got != want:
+    sys.exit(f"{url}: sha256 {got}, pinned {want}")
+with open(out, "wb") as f:
+    f.write(data)
+PY
+            dpkg-deb -x "$deb" "$dest.new" || die "dpkg-deb -x $deb failed"
+        done
+        printf '%s\n' "$want" > "$dest.new/.pins"
+        rm -rf "$dest"
+        mv "$dest.new" "$dest"
+    fi
+    mkdir -p "$TOOLS/bin"
+    local tool
+    for tool in skopeo cosign; do
+        local name="$tool"
+        [[ "$tool" == skopeo ]] && name=skopeo-sigstore
+        cat > "$TOOLS/bin/$name.new" <<SH
+#!/bin/sh
+# Debian trixie's $tool (scripts/install-tools.sh), with trixie's own loader and libraries.
+root="\$(dirname "\$0")/../sigstore"
+lib="\$root/usr/lib/x86_64-linux-gnu"
+exec "\$lib/ld-linux-x86-64.so.2" --library-path "\$lib" "\$root/usr/bin/$tool" "\$@"
+SH
+        chmod 0755 "$TOOLS/bin/$name.new"
+        mv -f "$TOOLS/bin/$name.new" "$TOOLS/bin/$name"
+    done
+    [[ "$("$TOOLS/bin/skopeo-sigstore" --version)" == "skopeo version 1.18.0" ]] \
+        || die "skopeo-sigstore does not run"
+    "$TOOLS/bin/cosign" version >/dev/null 2>&1 || die "cosign does not run"
+    printf 'skopeo-sigstore %s  (%s)\n' "$("$TOOLS/bin/skopeo-sigstore" --version | awk '{print $3}')" "$TOOLS/bin/skopeo-sigstore"
+    local cosign_deb
+    cosign_deb="$(printf '%s\n' "${SIGSTORE_DEBS[@]}" | awk '$1 ~ /\/cosign_/ {print $1}')"
+    printf 'cosign          %s  (%s)\n' "$(basename "$cosign_deb" | cut -d_ -f2)" "$TOOLS/bin/cosign"
+}
+
+install_sigstore_verifiers
