@@ -231,6 +231,7 @@ fn a_diff_of_two_builds_names_every_version_added_removed_and_changed() {
         image
             .arg("--sign-key")
             .arg(key)
+            .args(["--repository", "registry.example/team/chartreg"])
             .env("COSIGN_PASSWORD", "pw");
     }
     let imaged = image.output().unwrap();

@@ -17,7 +17,8 @@
 //!    FILE`; `--no-listing` carries none (module `asked`). Its content digest must be the
 //!    image's.
 //! 7. `--sign-key FILE`: the cosign key that signs the image ([`super::sign`]), opened with
-//!    `COSIGN_PASSWORD` before anything is written.
+//!    `COSIGN_PASSWORD` before anything is written, and the repository the signatures name
+//!    (`--repository`, else `image.repository` of the values file: [`super::repository`]).
 //! 8. [`super::write`]; then `--tag-file` gets the tag, and stdout one line: the layout, tag,
 //!    manifest or index digest, content digest, and the `skopeo copy` that takes it anywhere.
 
@@ -105,6 +106,15 @@ pub struct ImageArgs {
     /// `sha256-<digest>.sig` and as an OCI 1.1 referrer.
     #[arg(long, value_name = "FILE", env = "CHARTREG_SIGN_KEY")]
     pub sign_key: Option<PathBuf>,
+    /// With --sign-key: the repository the image is pushed to (HOST[:PORT]/PATH, no tag), which
+    /// the signatures name and CRI-O and Podman check them against [default: image.repository
+    /// of --values].
+    #[arg(long, value_name = "HOST/PATH", env = "CHARTREG_IMAGE_REPOSITORY")]
+    pub repository: Option<super::repository::Repository>,
+    /// With --sign-key: the deploy chart's values file whose image.repository is the default
+    /// --repository [default: chartreg-values.yaml beside --config, else in this folder].
+    #[arg(long, value_name = "FILE")]
+    pub values: Option<PathBuf>,
     /// A file that names the tag (with a newline): a link to the tag file the layout holds, so
     /// that the two change together (outside the layout folder).
     #[arg(long, value_name = "FILE")]
@@ -135,6 +145,8 @@ pub enum RunError {
     Ask(#[from] super::asked::AskError),
     #[error(transparent)]
     Sign(#[from] super::sign::SignError),
+    #[error(transparent)]
+    Identity(#[from] super::repository::IdentityError),
     #[error("the default tag: {0}")]
     DefaultTag(#[from] TagError),
 }
@@ -243,11 +255,12 @@ fn tag(given: Option<&Tag>, content: &Digest) -> Result<Tag, RunError> {
 }
 
 impl ImageArgs {
-    /// The request these flags make, `created` from `source_date_epoch`, signed by `signer`.
+    /// The request these flags make, `created` from `source_date_epoch`, signed as `signing`
+    /// says.
     pub fn request(
         &self,
         source_date_epoch: Option<OsString>,
-        signer: Option<super::sign::Signer>,
+        signing: Option<super::sign::Signing>,
     ) -> Result<ImageRequest, RunError> {
         let created = created(source_date_epoch)?;
         let content_digest = match &self.content_digest {
@@ -273,7 +286,7 @@ impl ImageArgs {
             labels: self.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
             sboms,
             listing,
-            signer,
+            signing,
             tag_file: self.tag_file.clone(),
         })
     }
@@ -282,16 +295,23 @@ impl ImageArgs {
 /// Runs `chartreg-build image` with `args` (see the module doc). With `--config`, the content
 /// is packed once and the binaries are built first, as `build` does, one per `--platform`.
 pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
-    // The key opens before anything is built or written.
-    let signer = match &args.sign_key {
+    // The repository the signatures name is found, and the key opens, before anything is built
+    // or written.
+    let signing = match &args.sign_key {
         Some(path) => {
+            let repository = super::repository::signed_identity(
+                args.repository.as_ref(),
+                args.values.as_deref(),
+                args.config.as_deref(),
+            )?;
             // Wiped once the key is open.
             let password = zeroize::Zeroizing::new(
                 std::env::var_os(super::sign::PASSWORD_VARIABLE)
                     .map(|p| p.into_encoded_bytes())
                     .unwrap_or_default(),
             );
-            Some(super::sign::Signer::read(path, &password)?)
+            let signer = super::sign::Signer::read(path, &password)?;
+            Some(super::sign::Signing { signer, repository })
         }
         None => None,
     };
@@ -304,7 +324,7 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
             cache: args.cache.clone(),
             platform: None,
             render: args.render.clone(),
-            signer: signer.as_ref().map(|s| s.fingerprint.clone()),
+            signer: signing.as_ref().map(|s| s.signer.fingerprint.clone()),
         };
         let platforms = match args.platforms.as_slice() {
             [] => vec![None],
@@ -315,7 +335,7 @@ pub fn run(mut args: ImageArgs) -> Result<(), RunError> {
             args.binaries.push(Binary { platform, path });
         }
     }
-    let request = args.request(std::env::var_os(EPOCH_VARIABLE), signer)?;
+    let request = args.request(std::env::var_os(EPOCH_VARIABLE), signing)?;
     let report = super::write(&request)?;
     for warning in &report.warnings {
         crate::output::warn(warning);
@@ -353,13 +373,29 @@ fn summary(report: &ImageReport, content: &Digest) -> String {
             _ => None,
         })
         .collect::<String>();
-    let signed = report
-        .signature
-        .as_ref()
-        .map(|s| format!(", signed by key {} ({})", s.fingerprint, s.tag))
-        .unwrap_or_default();
+    let (signed, copy) = match &report.signatures {
+        Some(s) => (
+            format!(
+                ", signed by key {} as {} ({})",
+                s.fingerprint,
+                s.repository,
+                s.signed
+                    .iter()
+                    .map(|t| t.tag.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            format!("{}:{tag}, and the same for each .sig tag", s.repository),
+        ),
+        None => (String::new(), format!("REGISTRY/chartreg:{tag}")),
+    };
+    let all = if report.manifests.len() == 1 {
+        ""
+    } else {
+        "--all "
+    };
     format!(
-        "{what} {dir} (tag {tag}, {kind} {} for {}, content {content}{sbom}{signed}): skopeo copy oci:{dir}:{tag} docker://REGISTRY/chartreg:{tag}",
+        "{what} {dir} (tag {tag}, {kind} {} for {}, content {content}{sbom}{signed}): skopeo copy {all}oci:{dir}:{tag} docker://{copy}",
         report.top.digest,
         platforms.join(", "),
     )

@@ -11,8 +11,10 @@
 //!    platform). The entry is tagged (`org.opencontainers.image.ref.name`). Each artifact
 //!    about the image (its SBOM) is an OCI 1.1 referrer: a manifest of one layer whose
 //!    `subject` is that entry, listed untagged in `index.json` with its `artifactType` (as
-//!    oras and the registries' referrers API find it). With a signer, a cosign signature of
-//!    that entry ([`sign`](super::sign)): tagged `sha256-<hex>.sig`, and as a referrer.
+//!    oras and the registries' referrers API find it). With a key, a cosign signature
+//!    ([`sign`](super::sign)) of that entry and, for an index, of each platform's manifest (as
+//!    `cosign sign --recursive` signs), each naming the repository the image is pushed to:
+//!    tagged `sha256-<hex>.sig`, and as a referrer of the manifest it signs.
 //! 4. [`Output::write`] puts the tree into place with the core's writer: left alone when `OUT`
 //!    already holds exactly it; otherwise written beside `OUT` and exchanged with it in one
 //!    rename (`crate::durable::Generation`), so that a failure or a kill leaves the layout that
@@ -32,7 +34,8 @@ use super::Error;
 use super::base::BaseImage;
 use super::config::ImageConfig;
 use super::layer::Layer;
-use super::sign::{self, Signer};
+use super::repository::Repository;
+use super::sign::{self, Signer, Signing};
 use crate::durable::{Committed, Generation};
 
 /// The annotation naming the manifest of the base image (as ko and buildah write it).
@@ -204,23 +207,28 @@ pub struct Assembled {
     pub tree: Tree,
     pub top: Descriptor,
     pub manifests: Vec<(Platform, Descriptor)>,
-    /// Each attachment's manifest, in the order given, then the signature's referrer.
+    /// Each attachment's manifest, in the order given, then each signature's referrer.
     pub referrers: Vec<Descriptor>,
-    pub signature: Option<Signature>,
+    pub signatures: Option<Signatures>,
 }
 
-/// The signature written: its manifest under cosign's tag, and the key's fingerprint.
+/// The signatures written, by one key, naming one repository: one per manifest signed.
 #[derive(Debug, Clone)]
-pub struct Signature {
-    pub tagged: Descriptor,
-    /// `sha256-<hex>.sig`.
-    pub tag: String,
+pub struct Signatures {
     pub fingerprint: String,
+    pub repository: Repository,
+    /// What `index.json` tags first, then each platform's manifest of an index.
+    pub signed: Vec<SignatureTag>,
 }
 
-/// The `docker-reference` a signature names: the image's own name (verifiers do not check it,
-/// as images are copied to registries of every name).
-const SIGNED_REFERENCE: &str = "chartreg";
+/// One signature: the manifest it signs, and its own manifest under cosign's tag.
+#[derive(Debug, Clone)]
+pub struct SignatureTag {
+    pub signs: Descriptor,
+    /// `sha256-<hex of the signed digest>.sig`.
+    pub tag: String,
+    pub tagged: Descriptor,
+}
 
 /// An artifact about the image, attached as a referrer: its type (the artifactType and the
 /// layer's media type), its bytes, and the manifest's annotations.
@@ -232,14 +240,14 @@ pub struct Attachment {
 }
 
 /// Lays out `images` in a layout folder named `leaf`, tagged `tag`, with `attachments`
-/// referring to what `index.json` lists, signed by `signer` when given (see the module doc,
-/// step 3).
+/// referring to what `index.json` lists, signed as `signing` says when given (see the module
+/// doc, step 3).
 pub fn assemble(
     leaf: &str,
     images: &[PlatformImage<'_>],
     tag: &Tag,
     attachments: &[Attachment],
-    signer: Option<&Signer>,
+    signing: Option<&Signing>,
 ) -> Result<Assembled, Unwritable> {
     let mut layout = LayoutBuilder::new(leaf);
     let mut manifests = Vec::new();
@@ -305,40 +313,28 @@ pub fn assemble(
         layout.list(descriptor.clone(), None);
         referrers.push(descriptor);
     }
-    let signature = signer.map(|signer| {
-        let signed = signer.sign(&top.digest, SIGNED_REFERENCE);
-        let mut layer = layout.blob(sign::SIMPLE_SIGNING, signed.payload);
-        layer
-            .annotations
-            .insert(sign::SIGNATURE_ANNOTATION.to_owned(), signed.signature);
-        // cosign's config of a signature: the payload as its one layer.
-        let config = format!(
-            r#"{{"architecture":"","config":{{}},"created":"0001-01-01T00:00:00Z","history":[{{"created":"0001-01-01T00:00:00Z"}}],"os":"","rootfs":{{"type":"layers","diff_ids":["{}"]}}}}"#,
-            layer.digest
-        );
-        let config = layout.blob(media_type::OCI_CONFIG, config.into_bytes());
-        let tagged = layout.manifest(
-            media_type::OCI_MANIFEST,
-            &ImageManifest::new(config, vec![layer.clone()]),
-        );
-        let sig_tag = format!("sha256-{}.sig", top.digest.encoded());
-        layout.list(tagged.clone(), Some(&sig_tag));
-        let empty = layout.blob(media_type::OCI_EMPTY, b"{}".to_vec());
-        let mut referrer = ImageManifest::new(empty, vec![layer]);
-        referrer.artifact_type = Some(sign::SIGNATURE_ARTIFACT.to_owned());
-        referrer.subject = Some(Descriptor::new(
-            &top.media_type,
-            top.digest.clone(),
-            top.size,
-        ));
-        let mut descriptor = layout.manifest(media_type::OCI_MANIFEST, &referrer);
-        descriptor.artifact_type = Some(sign::SIGNATURE_ARTIFACT.to_owned());
-        layout.list(descriptor.clone(), None);
-        referrers.push(descriptor);
-        Signature {
-            tagged,
-            tag: sig_tag,
-            fingerprint: signer.fingerprint.clone(),
+    let signatures = signing.map(|signing| {
+        // The index first, then each platform's manifest (one platform: the manifest itself).
+        let mut targets = vec![top.clone()];
+        if manifests.len() > 1 {
+            targets.extend(manifests.iter().map(|(_, d)| Descriptor {
+                platform: None,
+                ..d.clone()
+            }));
+        }
+        let signed = targets
+            .into_iter()
+            .map(|target| {
+                let (tagged, referrer) =
+                    sign_manifest(&mut layout, &signing.signer, &signing.repository, &target);
+                referrers.push(referrer);
+                tagged
+            })
+            .collect();
+        Signatures {
+            fingerprint: signing.signer.fingerprint.clone(),
+            repository: signing.repository.clone(),
+            signed,
         }
     });
     let mut tree = layout.finish()?;
@@ -356,8 +352,54 @@ pub fn assemble(
         top,
         manifests,
         referrers,
-        signature,
+        signatures,
     })
+}
+
+/// cosign's signature of `target` as pushed to `repository`, laid out in `layout`: tagged
+/// `sha256-<hex>.sig` (cosign's config and manifest: the payload as its one layer), and as an
+/// OCI 1.1 referrer of `target` (its descriptor returned beside the signature).
+fn sign_manifest(
+    layout: &mut LayoutBuilder,
+    signer: &Signer,
+    repository: &Repository,
+    target: &Descriptor,
+) -> (SignatureTag, Descriptor) {
+    let signed = signer.sign(&target.digest, repository);
+    let mut layer = layout.blob(sign::SIMPLE_SIGNING, signed.payload);
+    layer
+        .annotations
+        .insert(sign::SIGNATURE_ANNOTATION.to_owned(), signed.signature);
+    let config = format!(
+        r#"{{"architecture":"","config":{{}},"created":"0001-01-01T00:00:00Z","history":[{{"created":"0001-01-01T00:00:00Z"}}],"os":"","rootfs":{{"type":"layers","diff_ids":["{}"]}}}}"#,
+        layer.digest
+    );
+    let config = layout.blob(media_type::OCI_CONFIG, config.into_bytes());
+    let tagged = layout.manifest(
+        media_type::OCI_MANIFEST,
+        &ImageManifest::new(config, vec![layer.clone()]),
+    );
+    let tag = format!("sha256-{}.sig", target.digest.encoded());
+    layout.list(tagged.clone(), Some(&tag));
+    let empty = layout.blob(media_type::OCI_EMPTY, b"{}".to_vec());
+    let mut referrer = ImageManifest::new(empty, vec![layer]);
+    referrer.artifact_type = Some(sign::SIGNATURE_ARTIFACT.to_owned());
+    referrer.subject = Some(Descriptor::new(
+        &target.media_type,
+        target.digest.clone(),
+        target.size,
+    ));
+    let mut descriptor = layout.manifest(media_type::OCI_MANIFEST, &referrer);
+    descriptor.artifact_type = Some(sign::SIGNATURE_ARTIFACT.to_owned());
+    layout.list(descriptor.clone(), None);
+    (
+        SignatureTag {
+            signs: target.clone(),
+            tag,
+            tagged,
+        },
+        descriptor,
+    )
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@
 //!    with several platforms an image index ([`layout`]), as a tree of files; the SBOM, when
 //!    given, as a referrer of what `index.json` tags (`application/spdx+json`, its manifest
 //!    annotated with the same `created`).
+//!    With a key, cosign signatures ([`sign`]) naming the repository the image is pushed to
+//!    ([`repository`]).
 //! 4. The tree put into place by the core's writer: unchanged when `OUT` holds it already,
 //!    else staged and renamed in; a failure leaves `OUT` as it was.
 //!
@@ -42,6 +44,7 @@ pub mod config;
 pub mod layer;
 pub mod layout;
 pub mod listing;
+pub mod repository;
 pub mod sign;
 
 pub use base::BaseSpec;
@@ -75,8 +78,8 @@ pub struct ImageRequest {
     /// The content listing to carry in a layer of its own (`None`: the image carries none,
     /// and `diff` refuses it).
     pub listing: Option<listing::Listing>,
-    /// The key that signs the image, if any.
-    pub signer: Option<sign::Signer>,
+    /// The key that signs the image and the repository the signatures name, if signed.
+    pub signing: Option<sign::Signing>,
     /// `--tag-file`: a file that names the tag, kept with the layout (a link to the tag the
     /// layout holds: see `layout::TAG_FILE`).
     pub tag_file: Option<PathBuf>,
@@ -98,10 +101,10 @@ pub struct ImageReport {
     pub top: Descriptor,
     /// Each platform's manifest.
     pub manifests: Vec<(Platform, Descriptor)>,
-    /// The referrers attached (the SBOM's manifest, the signature's).
+    /// The referrers attached (the SBOMs' manifests, the signatures').
     pub referrers: Vec<Descriptor>,
-    /// The cosign signature, when signed.
-    pub signature: Option<layout::Signature>,
+    /// The cosign signatures, when signed.
+    pub signatures: Option<layout::Signatures>,
     pub outcome: Outcome,
     pub warnings: Vec<Warning>,
 }
@@ -312,7 +315,7 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
         &images,
         &request.tag,
         &attachments,
-        request.signer.as_ref(),
+        request.signing.as_ref(),
     )?;
 
     // 4. Into place.
@@ -324,7 +327,7 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
         top: assembled.top,
         manifests: assembled.manifests,
         referrers: assembled.referrers,
-        signature: assembled.signature,
+        signatures: assembled.signatures,
         outcome,
         warnings,
     })

@@ -7,14 +7,19 @@
 //!    nonce) and the ciphertext, which is the PKCS#8 of an ECDSA P-256 key. The password is
 //!    `COSIGN_PASSWORD`, as cosign reads it.
 //! 2. The payload ([`Signer::sign`]): cosign's simple-signing JSON, its
-//!    `critical.image.docker-manifest-digest` the digest `index.json` tags (the image, or the
-//!    index of its platforms).
+//!    `critical.image.docker-manifest-digest` the manifest signed, its
+//!    `critical.identity.docker-reference` the repository the image is pushed to
+//!    ([`super::repository`]), which containers/image (CRI-O, Podman) compares with the one it
+//!    pulls from.
 //! 3. The signature: ECDSA P-256 over SHA-256, deterministic (RFC 6979: the same image and key
 //!    give the same bytes, so the layout stays reproducible), DER, base64, in the payload
 //!    layer's `dev.cosignproject.cosign/signature` annotation.
 //!
-//! `layout` writes it twice: tagged `sha256-<hex>.sig` (cosign's tag schema, where cosign,
-//! policy-controller and Kyverno look), and as an OCI 1.1 referrer of the image.
+//! `layout` signs what `index.json` tags and, for an index, each platform's manifest (as
+//! `cosign sign --recursive` does: a node that pulls one platform by digest looks for that
+//! digest's signature), and writes each signature twice: tagged `sha256-<hex>.sig` (cosign's
+//! tag schema, where cosign, policy-controller, Kyverno and containers/image look), and as an
+//! OCI 1.1 referrer of the manifest it signs.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +30,8 @@ use p256::ecdsa::signature::Signer as _;
 use p256::pkcs8::{DecodePrivateKey, EncodePublicKey};
 use serde::Deserialize;
 use zeroize::Zeroizing;
+
+use super::repository::Repository;
 
 /// The variable cosign reads a key's password from.
 pub const PASSWORD_VARIABLE: &str = "COSIGN_PASSWORD";
@@ -66,6 +73,13 @@ pub enum SignError {
     Password { path: PathBuf },
     #[error("the signing key {} holds no ECDSA P-256 key: {reason}", path.display())]
     NotP256 { path: PathBuf, reason: String },
+}
+
+/// What signing takes: the key, and the repository the signatures name.
+#[derive(Debug, Clone)]
+pub struct Signing {
+    pub signer: Signer,
+    pub repository: Repository,
 }
 
 /// A key that signs images.
@@ -205,15 +219,15 @@ impl Signer {
         })
     }
 
-    /// Signs the image `digest` names, as `reference` (cosign's `docker-reference`, which
-    /// verifiers do not check: images are relocated).
-    pub fn sign(&self, digest: &Digest, reference: &str) -> Signed {
+    /// Signs the manifest `digest` names as pushed to `repository` (cosign's
+    /// `docker-reference`).
+    pub fn sign(&self, digest: &Digest, repository: &Repository) -> Signed {
         let quoted = |s: &str| {
             serde_json::to_string(s).unwrap_or_else(|_| unreachable!("strings serialise"))
         };
         let payload = format!(
             r#"{{"critical":{{"identity":{{"docker-reference":{}}},"image":{{"docker-manifest-digest":{}}},"type":"cosign container image signature"}},"optional":null}}"#,
-            quoted(reference),
+            quoted(repository.as_str()),
             quoted(digest.as_str())
         )
         .into_bytes();

@@ -273,6 +273,7 @@ pub fn image_for(out: &Path, tag: &str, listing: &Value, key: Option<&Path>, pla
         command
             .arg("--sign-key")
             .arg(key)
+            .args(["--repository", "registry.example/team/chartreg"])
             .env("COSIGN_PASSWORD", "pw");
     }
     let made = command.output().unwrap();

@@ -4,7 +4,8 @@
 //! `cryptography`) and by chartreg's own policy check (`pack` with `verify:`, and `fetch` of a
 //! copy skopeo pushed to CNCF distribution, the key in the lock), the layout is the same bytes
 //! in another folder, and a wrong password, a file that is no cosign key, another key and a
-//! signature moved onto another image are refused by name.
+//! signature moved onto another image are refused by name, and so is signing with no repository
+//! for the signature to name. What the verifiers users run make of it: `verifiers.rs`.
 
 use super::*;
 
@@ -33,12 +34,17 @@ fn python() -> Option<Command> {
 
 const PASSWORD: &str = "correct horse";
 
-/// `image ARGS --sign-key KEY` with `password` in COSIGN_PASSWORD.
+/// The repository the signatures of these tests name (chartreg's own check does not compare it;
+/// `verifiers.rs` pushes to the one it names).
+const REPOSITORY: &str = "registry.example/team/chartreg";
+
+/// `image ARGS --sign-key KEY --repository REPOSITORY` with `password` in COSIGN_PASSWORD.
 fn signed(args: &[&str], key: &Path, password: &str) -> Command {
     let mut command = image(args);
     command
         .arg("--sign-key")
         .arg(key)
+        .args(["--repository", REPOSITORY])
         .env("COSIGN_PASSWORD", password);
     command
 }
@@ -113,7 +119,8 @@ fn a_cosign_key_signs_the_image_and_cosigns_check_takes_it() {
     let digest = top_of(&out)["digest"].as_str().unwrap().to_owned();
     let sig_tag = format!("sha256-{}.sig", &digest[7..]);
     assert!(
-        stdout.contains("signed by key sha256:") && stdout.contains(&sig_tag),
+        stdout.contains("signed by key sha256:")
+            && stdout.contains(&format!(" as {REPOSITORY} ({sig_tag})")),
         "{stdout}"
     );
     // Independently: cosign's own check, in Python.
@@ -293,6 +300,21 @@ fn a_cosign_key_signs_the_image_and_cosigns_check_takes_it() {
     let said = text(&failed.stderr);
     assert!(
         said.contains(s(&keys.join("cosign.pub"))) && said.contains("is not a cosign private key"),
+        "{said}"
+    );
+    // No repository for the signatures to name (no --repository, no values file where the
+    // command runs): refused naming the flag, before the key is even opened.
+    let mut unnamed = image(&third);
+    unnamed
+        .current_dir(dir.path())
+        .arg("--sign-key")
+        .arg(&key)
+        .env("COSIGN_PASSWORD", "wrong")
+        .env_remove("CHARTREG_IMAGE_REPOSITORY");
+    let failed = fails(unnamed);
+    let said = text(&failed.stderr);
+    assert!(
+        said.contains("give --repository HOST/PATH") && said.contains("chartreg-values.yaml"),
         "{said}"
     );
     assert!(!none.exists());
