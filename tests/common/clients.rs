@@ -16,14 +16,15 @@ use chartreg_core::content::HeldFile;
 use super::{root, sha256};
 
 /// An external tool: Helm from `.tools/` (`helm3`, `helm4`), the Python tools from `.tools/bin`
-/// (`pyspdxtools`, `cyclonedx-validate`), anything else from PATH.
+/// (`pyspdxtools`, `cyclonedx-validate`), Debian trixie's signature verifiers from `.tools/bin`
+/// (`skopeo-sigstore`, `cosign`), anything else from PATH.
 /// Missing: under `CI=true` the test fails; elsewhere it is skipped with a note.
 pub fn tool(name: &str) -> Option<PathBuf> {
     let found = match name {
         "helm3" | "helm4" => {
             Some(root().join(".tools").join(name).join("helm")).filter(|p| p.is_file())
         }
-        "pyspdxtools" | "cyclonedx-validate" => {
+        "pyspdxtools" | "cyclonedx-validate" | "skopeo-sigstore" | "cosign" => {
             Some(root().join(".tools/bin").join(name)).filter(|p| p.is_file())
         }
         _ => std::env::var_os("PATH").and_then(|paths| {

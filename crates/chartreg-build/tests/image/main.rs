@@ -28,6 +28,7 @@ mod inputs;
 mod platforms;
 mod sign;
 mod support;
+mod verifiers;
 
 use support::*;
 
