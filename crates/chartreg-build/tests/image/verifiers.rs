@@ -1,36 +1,44 @@
 //! `image --sign-key` as the verifiers users run see it: a two-platform image signed with a key
 //! `cosign generate-key-pair` (cosign 2.5) wrote, the repository taken from the values file
 //! `init` writes, copied with every `.sig` tag to CNCF distribution under its repository and
-//! under another; then
+//! under others; then
 //!
 //! - each signature's payload names the repository and the manifest it signs: the index and
 //!   each platform's manifest (as `cosign sign --recursive` signs);
-//! - containers/image (skopeo 1.18 built with sigstore, what CRI-O and Podman run) with the
-//!   policy docs/building.md gives (`sigstoreSigned`, `signedIdentity: matchRepository`,
-//!   `use-sigstore-attachments`) takes the image by tag, every platform (`--all`), and one
-//!   platform by digest; refuses it under the other repository, with another key, and unsigned;
-//!   refuses it with the default `signedIdentity` (cosign's signatures name no tag); and takes
-//!   the copy under the other repository when the policy names the signed one
-//!   (`exactRepository`, a mirror's case);
-//! - `cosign verify --key` takes the image and one platform by digest with
-//!   `--insecure-ignore-tlog=true` (no transparency-log entry: signed offline), fails without it
-//!   (its Rekor keys are not reachable), and refuses another key. cosign compares the digest, not
-//!   the repository: it takes the copy under the other repository too.
+//! - containers/image (skopeo 1.18 built with sigstore, what CRI-O and Podman run) with
+//!   docs/building.md's `policy.json` entry and `registries.d` file, as written, takes the image
+//!   by tag, every platform (`--all`), and one platform by digest; with the same requirement it
+//!   refuses the image copied under another repository, with another key, unsigned, with the
+//!   default `signedIdentity` (cosign's signatures name no tag), through `remapIdentity`, and
+//!   when the platforms' own signatures are missing; it takes the copy under another repository
+//!   with `exactRepository` naming the signed one (a mirror's case);
+//! - docs/building.md's `cosign verify` takes the image and one platform by digest, fails
+//!   without `--insecure-ignore-tlog=true` (its Rekor keys are not reachable), and refuses
+//!   another key. cosign compares the digest, not the repository: it takes the copy under
+//!   another repository too.
 
 use super::*;
 
 const PASSWORD: &str = "correct horse";
 
-/// A policy.json accepting, from `registry`, images signed by `key` as `identity` says (`None`:
-/// the default, `matchRepoDigestOrExact`); everything else refused.
-fn policy(dir: &Path, name: &str, registry: &str, key: &Path, identity: Option<Value>) -> PathBuf {
-    let mut requirement = serde_json::json!({"type": "sigstoreSigned", "keyPath": s(key)});
-    if let Some(identity) = identity {
-        requirement["signedIdentity"] = identity;
-    }
+/// The fenced block of docs/building.md in `language` that holds `holding`, as written.
+fn documented(language: &str, holding: &str) -> String {
+    let page =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/building.md"))
+            .unwrap();
+    page.split(&format!("```{language}\n"))
+        .skip(1)
+        .filter_map(|rest| rest.split_once("```").map(|(block, _)| block))
+        .find(|block| block.contains(holding))
+        .unwrap_or_else(|| panic!("docs/building.md has a {language} block holding {holding}"))
+        .to_owned()
+}
+
+/// A policy.json refusing everything but what `scopes` (`transports.docker`) accept.
+fn policy(dir: &Path, name: &str, scopes: Value) -> PathBuf {
     let document = serde_json::json!({
         "default": [{"type": "reject"}],
-        "transports": {"docker": {registry: [requirement]}},
+        "transports": {"docker": scopes},
     });
     let path = dir.join(name);
     fs::write(&path, serde_json::to_vec_pretty(&document).unwrap()).unwrap();
@@ -182,45 +190,89 @@ fn containers_image_and_cosign_take_the_signatures_under_the_signed_repository()
     };
     copied_to("platform/chartreg");
     copied_to("mirror/chartreg");
+    // A copy whose platforms lost their own signatures: only the index's `.sig` tag beside it.
+    let index_signature = format!("{}.sig", wanted[0].replace(':', "-"));
+    for tag in ["v1", index_signature.as_str()] {
+        ok(Command::new("skopeo")
+            .args(["copy", "--all", "--quiet", "--dest-tls-verify=false"])
+            .arg(format!("oci:{}:{tag}", s(&out)))
+            .arg(format!("docker://{host}/partial/chartreg:{tag}")));
+    }
     ok(Command::new("skopeo")
         .args(["copy", "--all", "--quiet", "--dest-tls-verify=false"])
         .arg(format!("oci:{}:v1", s(&out)))
         .arg(format!("docker://{host}/unsigned/chartreg:v1")));
 
-    // containers/image: registries.d asks for the `.sig` tags of this registry.
+    // containers/image, configured as docs/building.md says (its names replaced by the test's).
     let config = dir.path().join("containers");
     let registries_d = config.join("registries.d");
     fs::create_dir_all(&registries_d).unwrap();
+    let registries = documented("yaml", "use-sigstore-attachments");
+    assert!(registries.contains("registry.example:"), "{registries}");
     fs::write(
         registries_d.join("chartreg.yaml"),
-        format!("docker:\n  {host}:\n    use-sigstore-attachments: true\n"),
+        registries.replace("registry.example", &host),
     )
     .unwrap();
     let registries_conf = config.join("registries.conf");
     fs::write(&registries_conf, "").unwrap();
     let public = keys.join("cosign.pub");
-    let match_repository = Some(serde_json::json!({"type": "matchRepository"}));
-    let accepting = policy(
+    let written = documented("json", "sigstoreSigned")
+        .replace("/etc/containers/keys/chartreg.pub", s(&public))
+        .replace("registry.example", &host);
+    let as_written: Value = serde_json::from_str(&written).unwrap();
+    let scopes = &as_written["transports"]["docker"];
+    assert_eq!(
+        scopes.as_object().unwrap().keys().collect::<Vec<_>>(),
+        [&repository]
+    );
+    let requirement = scopes[&repository][0].clone();
+    let with = |key: &str, value: Value| {
+        let mut changed = requirement.clone();
+        changed[key] = value;
+        changed
+    };
+    let documented_policy = policy(&config, "documented.json", scopes.clone());
+    let registry_wide = policy(
         &config,
-        "accepting.json",
-        &host,
-        &public,
-        match_repository.clone(),
+        "registry-wide.json",
+        serde_json::json!({&host: [requirement.clone()]}),
     );
     let other_key = policy(
         &config,
         "other-key.json",
-        &host,
-        &other.join("cosign.pub"),
-        match_repository,
+        serde_json::json!({&host: [with("keyPath", Value::from(s(&other.join("cosign.pub"))))]}),
     );
-    let by_default = policy(&config, "default.json", &host, &public, None);
+    let mut unnamed = requirement.clone();
+    unnamed.as_object_mut().unwrap().remove("signedIdentity");
+    let by_default = policy(
+        &config,
+        "default.json",
+        serde_json::json!({&repository: [unnamed]}),
+    );
+    let exact = with(
+        "signedIdentity",
+        serde_json::json!({"type": "exactRepository", "dockerRepository": repository}),
+    );
     let mirror = policy(
         &config,
         "mirror.json",
-        &host,
-        &public,
-        Some(serde_json::json!({"type": "exactRepository", "dockerRepository": repository})),
+        serde_json::json!({
+            format!("{host}/mirror/chartreg"): [exact.clone()],
+            format!("{host}/partial/chartreg"): [exact],
+        }),
+    );
+    let remapped = policy(
+        &config,
+        "remap.json",
+        serde_json::json!({format!("{host}/mirror/chartreg"): [with(
+            "signedIdentity",
+            serde_json::json!({
+                "type": "remapIdentity",
+                "prefix": format!("{host}/mirror"),
+                "signedPrefix": format!("{host}/platform"),
+            }),
+        )]}),
     );
     let pull = |policy: &Path, reference: &str, all: bool| {
         let target = tempfile::tempdir_in(dir.path()).unwrap();
@@ -240,26 +292,33 @@ fn containers_image_and_cosign_take_the_signatures_under_the_signed_repository()
         (done.status.success(), text(&done.stderr))
     };
     let identity = format!("Signature for identity \\\"{repository}\\\" is not accepted");
+    let missing = "A signature was required, but no signature exists";
     let platform = format!("platform/chartreg@{}", platforms[1]);
     for (what, policy, reference, all, refused) in [
-        ("by tag", &accepting, "platform/chartreg:v1", false, None),
+        (
+            "by tag",
+            &documented_policy,
+            "platform/chartreg:v1",
+            false,
+            None,
+        ),
         (
             "every platform",
-            &accepting,
+            &documented_policy,
             "platform/chartreg:v1",
             true,
             None,
         ),
         (
             "one platform by digest",
-            &accepting,
+            &documented_policy,
             platform.as_str(),
             false,
             None,
         ),
         (
             "under another repository",
-            &accepting,
+            &registry_wide,
             "mirror/chartreg:v1",
             true,
             Some(identity.as_str()),
@@ -273,10 +332,10 @@ fn containers_image_and_cosign_take_the_signatures_under_the_signed_repository()
         ),
         (
             "unsigned",
-            &accepting,
+            &registry_wide,
             "unsigned/chartreg:v1",
             true,
-            Some("A signature was required, but no signature exists"),
+            Some(missing),
         ),
         (
             "with the default signedIdentity",
@@ -286,11 +345,25 @@ fn containers_image_and_cosign_take_the_signatures_under_the_signed_repository()
             Some(identity.as_str()),
         ),
         (
-            "from a mirror naming the signed repository",
+            "through remapIdentity",
+            &remapped,
+            "mirror/chartreg:v1",
+            true,
+            Some(identity.as_str()),
+        ),
+        (
+            "from a mirror, exactRepository",
             &mirror,
             "mirror/chartreg:v1",
             true,
             None,
+        ),
+        (
+            "without its platforms' signatures",
+            &mirror,
+            "partial/chartreg:v1",
+            true,
+            Some(missing),
         ),
     ] {
         let (taken, said) = pull(policy, reference, all);
@@ -304,7 +377,26 @@ fn containers_image_and_cosign_take_the_signatures_under_the_signed_repository()
         }
     }
 
-    // cosign 2.5: offline, the transparency log is skipped; the digest is what it compares.
+    // cosign 2.5, as docs/building.md runs it (the test's registry is plain HTTP): offline, the
+    // transparency log is skipped; the digest is what it compares.
+    let command = documented("console", "cosign verify");
+    let written: Vec<&str> = command
+        .lines()
+        .find(|l| l.starts_with("cosign verify"))
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .collect();
+    assert_eq!(
+        written,
+        [
+            "verify",
+            "--key",
+            "cosign.pub",
+            "--insecure-ignore-tlog=true",
+            "registry.example/platform/chartreg:$TAG"
+        ]
+    );
     let verify = |key: &Path, reference: &str, ignore_tlog: bool| {
         let mut args = vec!["verify", "--key", s(key), "--allow-http-registry"];
         if ignore_tlog {
