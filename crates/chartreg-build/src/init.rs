@@ -62,7 +62,8 @@ pub const VALUES_YAML: &str = "\
 # The chart's values.yaml (beside its Chart.yaml) describes every key; these are the ones a
 # team sets.
 
-# The image `chartreg-build image` wrote, pushed where the cluster's nodes pull from.
+# The image `chartreg-build image` wrote, pushed where the cluster's nodes pull from; the
+# signature `image --sign-key` writes names this repository (nodes check it), so set it first.
 image:
   repository: chartreg                # e.g. registry.internal/platform/chartreg
   tag: \"\"                             # the tag `image` printed (empty: the chart's appVersion)
@@ -151,7 +152,7 @@ pub fn next_steps(dir: &Path) -> String {
          chartreg-build fetch --helm-charts-file helm-charts.yaml --out {fetched} (then `lock: fetched/chartreg.lock` in content.yaml)\n  \
          2. chartreg-build build --config {config} --out {bin}\n  \
          3. try it: {bin} serve --listen 127.0.0.1:5000, then helm pull oci://127.0.0.1:5000/charts/NAME --plain-http\n  \
-         4. chartreg-build image --config {config} --out {image}, then skopeo copy oci:{image}:TAG docker://REGISTRY/chartreg:TAG\n  \
+         4. set image.repository in {values}, then chartreg-build image --config {config} --out {image} [--sign-key cosign.key], then skopeo copy --all oci:{image}:TAG docker://REPOSITORY:TAG (and each .sig tag)\n  \
          5. helm install chartreg CHART -f {values} (CHART: share/chartreg/chart of the release archive)\n  \
          6. commit {config}, {values}, {charts} and {ignore}",
         charts = at("charts"),
