@@ -102,18 +102,24 @@ pub struct ImageArgs {
     #[arg(long)]
     pub no_listing: bool,
     /// Sign the image with this cosign private key (`cosign generate-key-pair`'s cosign.key;
-    /// its password in COSIGN_PASSWORD): the signature is written into the layout, tagged
-    /// `sha256-<digest>.sig` and as an OCI 1.1 referrer.
+    /// its password in COSIGN_PASSWORD), as pushed to --repository: the signatures (of the
+    /// image, and of each platform's manifest of an index) are written into the layout, tagged
+    /// `sha256-<digest>.sig` and as OCI 1.1 referrers.
     #[arg(long, value_name = "FILE", env = "CHARTREG_SIGN_KEY")]
     pub sign_key: Option<PathBuf>,
     /// With --sign-key: the repository the image is pushed to (HOST[:PORT]/PATH, no tag), which
     /// the signatures name and CRI-O and Podman check them against [default: image.repository
     /// of --values].
-    #[arg(long, value_name = "HOST/PATH", env = "CHARTREG_IMAGE_REPOSITORY")]
+    #[arg(
+        long,
+        value_name = "HOST/PATH",
+        env = "CHARTREG_IMAGE_REPOSITORY",
+        requires = "sign_key"
+    )]
     pub repository: Option<super::repository::Repository>,
     /// With --sign-key: the deploy chart's values file whose image.repository is the default
     /// --repository [default: chartreg-values.yaml beside --config, else in this folder].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "sign_key")]
     pub values: Option<PathBuf>,
     /// A file that names the tag (with a newline): a link to the tag file the layout holds, so
     /// that the two change together (outside the layout folder).

@@ -131,6 +131,8 @@ pub fn image_asking_sbom(args: &[&str]) -> Command {
         "CHARTREG_IMAGE_OUT",
         "CHARTREG_IMAGE_TAG",
         "CHARTREG_IMAGE_BASE",
+        "CHARTREG_IMAGE_REPOSITORY",
+        "CHARTREG_SIGN_KEY",
     ] {
         command.env_remove(name);
     }
