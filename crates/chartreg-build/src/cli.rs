@@ -94,7 +94,7 @@ pub enum Command {
     Build(BuildArgs),
     /// Write chartreg's container image as an OCI image layout, with no container engine: the
     /// static server binary in one layer, on scratch or a base layout; reproducible.
-    Image(ImageArgs),
+    Image(Box<ImageArgs>),
     /// List the images the charts reference (rendered with Helm, from annotations, from
     /// values), with where each comes from; write them as an images file for `fetch`.
     Images(ImagesArgs),
@@ -158,7 +158,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::ImportBundle(args) => crate::import::command::run(&args).map_err(Error::from),
         Command::Init(args) => crate::init::run(&args).map_err(Error::from),
         Command::Build(args) => crate::compile::command::run(&args).map_err(Error::from),
-        Command::Image(args) => crate::image::command::run(args).map_err(Error::from),
+        Command::Image(args) => crate::image::command::run(*args).map_err(Error::from),
         Command::Images(args) => crate::chart_images::command::run(&args).map_err(Error::from),
         Command::Diff(args) => match crate::diff::run(&args) {
             Ok(true) => return ExitCode::FAILURE,
