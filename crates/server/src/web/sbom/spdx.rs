@@ -51,6 +51,8 @@ struct Package {
     source_info: Option<String>,
     license_declared: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    license_comments: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     comment: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     external_refs: Vec<ExternalRef>,
@@ -120,6 +122,10 @@ fn package(inventory: &Inventory, at: usize, item: &Item) -> Package {
             .license
             .clone()
             .unwrap_or_else(|| NOASSERTION.to_owned()),
+        license_comments: item
+            .declared
+            .as_ref()
+            .map(|text| format!("declared as `{text}`, which is no SPDX expression")),
         comment: item.comment.clone(),
         external_refs: item
             .purl
