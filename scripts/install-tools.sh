@@ -123,27 +123,30 @@ SH
     mv -f "$TOOLS/bin/pyspdxtools.new" "$TOOLS/bin/pyspdxtools"
     "$TOOLS/bin/pyspdxtools" --help >/dev/null || die "pyspdxtools does not run"
     # cyclonedx-validate FILE: cyclonedx-python-lib's strict JSON schema validation of a
-    # CycloneDX 1.6 BOM; prints every error and exits 1 when it has any.
+    # CycloneDX BOM against the schema of its own specVersion (1.5: what the trivy of
+    # install_trivy reads; 1.6); prints every error and exits 1 when it has any.
     cat > "$TOOLS/bin/cyclonedx-validate.new" <<'SH'
 #!/bin/sh
 [ "$#" -eq 1 ] || { echo "usage: cyclonedx-validate FILE" >&2; exit 2; }
 PYTHONPATH="$(dirname "$0")/../python" exec python3 -c '
-import sys
+import json, sys
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 with open(sys.argv[1], encoding="utf-8") as f:
-    errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(f.read(), all_errors=True)
+    text = f.read()
+version = SchemaVersion.from_version(str(json.loads(text).get("specVersion")))
+errors = JsonStrictValidator(version).validate_str(text, all_errors=True)
 if errors:
     for e in errors:
         d = getattr(e, "data", e)
         print("invalid:", getattr(d, "json_path", "?"), getattr(d, "message", d), file=sys.stderr)
     sys.exit(1)
-print("valid CycloneDX 1.6 JSON:", sys.argv[1])
+print("valid CycloneDX", version.to_version(), "JSON:", sys.argv[1])
 ' "$1"
 SH
     chmod 0755 "$TOOLS/bin/cyclonedx-validate.new"
     mv -f "$TOOLS/bin/cyclonedx-validate.new" "$TOOLS/bin/cyclonedx-validate"
-    printf '{"bomFormat":"CycloneDX","specVersion":"1.6","version":1}' > "$TOOLS/cdx-check.json"
+    printf '{"bomFormat":"CycloneDX","specVersion":"1.5","version":1}' > "$TOOLS/cdx-check.json"
     "$TOOLS/bin/cyclonedx-validate" "$TOOLS/cdx-check.json" >/dev/null \
         || die "cyclonedx-validate does not run"
     rm -f "$TOOLS/cdx-check.json"

@@ -240,7 +240,7 @@ fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
     );
 }
 
-/// `ls --sbom cyclonedx`: the same inventory as a CycloneDX 1.6 BOM (what `/sbom.cdx.json`
+/// `ls --sbom cyclonedx`: the same inventory as a CycloneDX 1.5 BOM (what `/sbom.cdx.json`
 /// serves): chartreg the metadata's component, depending on every crate compiled in (each a
 /// library with its licence expression, purl and crates.io distribution); the content's
 /// versions its components; the same bytes every time; valid for CycloneDX's own library.
@@ -250,7 +250,7 @@ fn ls_sbom_cyclonedx_lists_the_same_inventory_as_a_valid_bom() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let bom: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(bom["bomFormat"], "CycloneDX");
-    assert_eq!(bom["specVersion"], "1.6");
+    assert_eq!(bom["specVersion"], "1.5");
     assert_eq!(bom["metadata"]["component"]["bom-ref"], "chartreg");
     let components = bom["components"].as_array().unwrap();
     let named = |name: &str| components.iter().find(|c| c["name"] == name);

@@ -23,7 +23,7 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         "helm3" | "helm4" => {
             Some(root().join(".tools").join(name).join("helm")).filter(|p| p.is_file())
         }
-        "pyspdxtools" | "cyclonedx-validate" => {
+        "pyspdxtools" | "cyclonedx-validate" | "trivy" | "rust-audit-info" => {
             Some(root().join(".tools/bin").join(name)).filter(|p| p.is_file())
         }
         _ => std::env::var_os("PATH").and_then(|paths| {

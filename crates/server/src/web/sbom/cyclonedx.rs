@@ -1,4 +1,5 @@
-//! The SBOM as a CycloneDX 1.6 JSON BOM: chartreg the metadata's component, what it serves and
+//! The SBOM as a CycloneDX 1.5 JSON BOM (not 1.6, nor 1.5's object of tools: the trivy the
+//! tests run, cdxgen's plugin 1.8.0, reads neither): chartreg the metadata's component, what it serves and
 //! the crates it is made of its components (a platform's manifest within its index, what is
 //! attached to a version within that version); `dependencies` the crates' real graph, from
 //! chartreg down (each crate listed, an empty `dependsOn` where a crate depends on none). A
@@ -31,19 +32,15 @@ struct Bom {
 #[derive(Serialize)]
 struct Metadata {
     timestamp: String,
-    tools: Tools,
+    /// The list form (1.5 deprecates it for an object, which the trivy the tests run does not
+    /// read yet).
+    tools: Vec<Tool>,
     component: Component,
 }
 
 #[derive(Serialize)]
-struct Tools {
-    components: Vec<Tool>,
-}
-
-#[derive(Serialize)]
 struct Tool {
-    #[serde(rename = "type")]
-    kind: &'static str,
+    vendor: &'static str,
     name: &'static str,
     version: &'static str,
 }
@@ -198,7 +195,7 @@ fn component(inventory: &Inventory, within: &[Vec<usize>], at: usize, item: &Ite
     }
 }
 
-/// `inventory` as a CycloneDX 1.6 JSON BOM.
+/// `inventory` as a CycloneDX 1.5 JSON BOM.
 pub(super) fn written(inventory: &Inventory) -> Vec<u8> {
     // What lies within each item, in order.
     let mut within: Vec<Vec<usize>> = vec![Vec::new(); inventory.items.len()];
@@ -243,18 +240,16 @@ pub(super) fn written(inventory: &Inventory) -> Vec<u8> {
         .collect();
     let mut bom = Bom {
         bom_format: "CycloneDX",
-        spec_version: "1.6",
+        spec_version: "1.5",
         serial_number: String::new(),
         version: 1,
         metadata: Metadata {
             timestamp: inventory.created.clone(),
-            tools: Tools {
-                components: vec![Tool {
-                    kind: "application",
-                    name: "chartreg",
-                    version: VERSION,
-                }],
-            },
+            tools: vec![Tool {
+                vendor: "chartreg",
+                name: "chartreg",
+                version: VERSION,
+            }],
             component: metadata_component
                 .unwrap_or_else(|| unreachable!("the inventory starts with chartreg")),
         },

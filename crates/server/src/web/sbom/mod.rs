@@ -1,6 +1,6 @@
 //! The SBOM of the binary: what it serves and what it is made of, from what the pages show
 //! ([`Overview`]) and what the build recorded ([`ThisBuild`]), as SPDX 2.3 JSON (`spdx`) or
-//! CycloneDX 1.6 JSON (`cyclonedx`).
+//! CycloneDX 1.5 JSON (`cyclonedx`).
 //!
 //! [`Inventory::of`] says once, whatever the format, what the document holds:
 //! - chartreg itself, the document's subject (its version, licence, git revision, and the key
@@ -44,7 +44,7 @@ const LICENSE: &str = "Apache-2.0";
 pub enum Format {
     /// SPDX 2.3 JSON.
     Spdx,
-    /// CycloneDX 1.6 JSON.
+    /// CycloneDX 1.5 JSON.
     CycloneDx,
 }
 
