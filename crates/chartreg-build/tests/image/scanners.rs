@@ -2,7 +2,7 @@
 //! the real tools `scripts/install-tools.sh` installs: trivy finds in the image layout (by the
 //! binary's `.dep-v0`) exactly the crates the SBOM lists, each at its version; rust-audit-info
 //! reads the same crates and the same edges from the binary; SPDX's and CycloneDX's validators
-//! take the SBOMs, and trivy reads the CycloneDX one (`trivy sbom`) as those crates. trivy runs
+//! take the SBOMs, and trivy reads each (`trivy sbom`) as those crates. trivy runs
 //! offline, from a cache in the test's folder: listing packages needs no vulnerability data,
 //! and `trivy sbom` (which always opens its database) gets an empty one.
 
@@ -216,26 +216,28 @@ fn trivy_finds_in_the_image_every_crate_the_sbom_lists_and_reads_the_sboms() {
     }
     assert_eq!(audited, graph, "the binary's .dep-v0 and the SBOM's graph");
 
-    // trivy reads the CycloneDX SBOM as the crates from crates.io it lists (a crate of this
+    // trivy reads each SBOM as the crates from crates.io it lists (a crate of this
     // workspace has no purl: nothing outside the build names it).
     empty_trivy_db(&cache);
-    let read = ok(trivy(&trivy_bin, &cache, "sbom")
-        .args(["--format", "json", "--list-all-pkgs"])
-        .arg(&cdx));
-    let read = json(read.as_bytes());
-    let listed: Crates = read["Results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["Type"] == "cargo")
-        .flat_map(|r| r["Packages"].as_array().unwrap().iter())
-        .map(|p| {
-            (
-                p["Name"].as_str().unwrap().into(),
-                p["Version"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let read_by_trivy = |sbom: &Path| -> Crates {
+        let read = ok(trivy(&trivy_bin, &cache, "sbom")
+            .args(["--format", "json", "--list-all-pkgs"])
+            .arg(sbom));
+        let read = json(read.as_bytes());
+        read["Results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["Type"] == "cargo")
+            .flat_map(|r| r["Packages"].as_array().unwrap().iter())
+            .map(|p| {
+                (
+                    p["Name"].as_str().unwrap().into(),
+                    p["Version"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
     let from_crates_io: Crates = bom["components"]
         .as_array()
         .unwrap()
@@ -256,5 +258,14 @@ fn trivy_finds_in_the_image_every_crate_the_sbom_lists_and_reads_the_sboms() {
         from_crates_io.len() + 10 > crates.len(),
         "{from_crates_io:?}"
     );
-    assert_eq!(listed, from_crates_io, "what trivy reads of the SBOM");
+    assert_eq!(
+        read_by_trivy(&cdx),
+        from_crates_io,
+        "what trivy reads of the BOM"
+    );
+    assert_eq!(
+        read_by_trivy(&spdx),
+        from_crates_io,
+        "what trivy reads of the SPDX"
+    );
 }
