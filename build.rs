@@ -234,6 +234,17 @@ fn crates(manifest_dir: &Path, out_dir: &Path) -> Result<(), Error> {
     let target = env::var("TARGET").map_err(|_| Error::Cargo("TARGET"))?;
     let cargo = PathBuf::from(env::var_os("CARGO").ok_or(Error::Cargo("CARGO"))?);
     let linked = crates::linked(&cargo, manifest_dir, &target)?;
+    // A feature or dependency changed in a local crate's manifest changes the list.
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest_dir.join("Cargo.toml").display()
+    );
+    for folder in linked.iter().filter_map(|c| c.location.as_deref()) {
+        let manifest = manifest_dir.join(folder).join("Cargo.toml");
+        if manifest.is_file() {
+            println!("cargo:rerun-if-changed={}", manifest.display());
+        }
+    }
     write(
         &out_dir.join("crates.json"),
         &serde_json::to_vec_pretty(&linked)?,
