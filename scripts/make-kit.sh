@@ -53,7 +53,7 @@ else
         cp -rp "$f" "$STAGE/$(dirname "$f")/"
     done
 fi
-cp Cargo.lock LICENSE "$STAGE/"
+cp -p Cargo.lock LICENSE "$STAGE/"
 
 # The manifests, without what a kit does not build.
 python3 - "$ROOT" "$STAGE" <<'PY'
