@@ -156,7 +156,8 @@ fn the_content_digest_names_the_embedded_files() {
 }
 
 /// `ls --sbom`: the SBOM of the binary's content (what `/sbom.spdx.json` serves) and of the
-/// crates compiled into it, as Cargo.lock pins them (no dev-only or other platforms' crates),
+/// crates linked into it, as Cargo.lock pins them (no dev-only, build-only, proc-macro or other
+/// platforms' crates) with the real graph,
 /// each with its licence and purl; valid for SPDX's own validator.
 #[test]
 fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
@@ -191,6 +192,9 @@ fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
         "windows-sys",
         "clap_mangen",
         "chartreg-build",
+        "chartreg-bin",
+        "serde_derive",
+        "syn",
     ] {
         assert!(
             named(absent).is_none(),
@@ -202,19 +206,35 @@ fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
         .filter(|p| p["primaryPackagePurpose"] == "LIBRARY")
         .collect();
     assert!(crates.len() > 100, "{} crates", crates.len());
+    // The real graph: chartreg depends on its root crate's dependencies, and every crate is
+    // reached by some crate's (or chartreg's) DEPENDS_ON.
     let described = &document["documentDescribes"][0];
+    let depends_on = |from: &Value| -> Vec<&Value> {
+        document["relationships"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["spdxElementId"] == *from && r["relationshipType"] == "DEPENDS_ON")
+            .map(|r| &r["relatedSpdxElement"])
+            .collect()
+    };
+    assert_eq!(
+        depends_on(described).len(),
+        3,
+        "chartreg, chartreg-embed, rust-embed"
+    );
     for c in &crates {
         assert!(
             document["relationships"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|r| r["spdxElementId"] == *described
-                    && r["relationshipType"] == "DEPENDS_ON"
+                .any(|r| r["relationshipType"] == "DEPENDS_ON"
                     && r["relatedSpdxElement"] == c["SPDXID"]),
             "{c}"
         );
     }
+    assert!(depends_on(&actix["SPDXID"]).contains(&&named("actix-http").unwrap()["SPDXID"]));
     assert!(
         named("charts/hello").is_some(),
         "the content is listed too: {document:#}"
