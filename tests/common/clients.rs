@@ -61,7 +61,7 @@ pub fn spdx_validated(document: &Path) -> Option<Result<(), String>> {
 }
 
 /// Whether CycloneDX's own library (cyclonedx-python-lib's strict JSON schema validator, run by
-/// `.tools/bin/cyclonedx-validate`) takes `bom` as a valid CycloneDX 1.6 BOM; `None` when it is
+/// `.tools/bin/cyclonedx-validate`) takes `bom` as a valid CycloneDX BOM of its own `specVersion`; `None` when it is
 /// missing (under `CI=true` the test fails). Its output names every problem.
 pub fn cyclonedx_validated(bom: &Path) -> Option<Result<(), String>> {
     let validator = tool("cyclonedx-validate")?;
