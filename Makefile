@@ -167,7 +167,7 @@ stress: assets
 	CARGO=$(CARGO) scripts/stress.sh
 
 # A fresh clone builds with plain cargo from an empty cargo cache, and the release archive's
-# licence step runs there (scripts/fresh-clone.sh; about 10 minutes: not part of `make test`).
+# licence step runs there (scripts/fresh-clone.sh; about 8 minutes here: not part of `make test`).
 .PHONY: fresh-clone
 fresh-clone:
 	CARGO=$(CARGO) scripts/fresh-clone.sh

@@ -11,7 +11,7 @@
 #   2. scripts/licences.py for the build tool (the licence step of `make dist`), whose
 #      `cargo metadata` fetches the manifests it lacks rather than failing offline.
 # Prints each step's time; exits non-zero at the first step that fails. Not part of `make
-# test`: it compiles the server from nothing (about 10 minutes on 2 cores) and downloads every
+# test`: it compiles the server from nothing (measured: 402 s on 2 shared cores) and downloads every
 # crate (about 30 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
