@@ -166,6 +166,12 @@ fuzz:
 stress: assets
 	CARGO=$(CARGO) scripts/stress.sh
 
+# A fresh clone builds with plain cargo from an empty cargo cache, and the release archive's
+# licence step runs there (scripts/fresh-clone.sh; about 8 minutes here: not part of `make test`).
+.PHONY: fresh-clone
+fresh-clone:
+	CARGO=$(CARGO) scripts/fresh-clone.sh
+
 # Every crash point of fetch, pack and image, both ways between two list states (tests/crash:
 # each run killed just before each of its file-changing system calls with strace, checked at
 # rest, then re-run), beside its failures without a kill; `make test` runs a sample of the

@@ -17,13 +17,15 @@
 //! Objects are written for x86-64 Linux; elsewhere every file goes through rust-embed.
 //!
 //! It also writes what the binary says of its own build (`chartreg::this_build`, for its SBOM
-//! and pages): `$OUT_DIR/crates.json`, every crate compiled into it (name, version, licence
-//! as the crate declares it, source), from `cargo metadata` for the target, following normal
-//! dependencies from this package; `$OUT_DIR/created.rs`, `$SOURCE_DATE_EPOCH`'s seconds
-//! (unset or empty: 0, as the image's `created`); `$OUT_DIR/content-digest.txt`, the
-//! content's digest (what `chartreg ls --content-digest` prints); `$OUT_DIR/signer.txt`, the
-//! fingerprint of the key its image is signed with (`$CHARTREG_SIGNER`, which `chartreg-build
-//! image --sign-key` sets; empty when unsigned).
+//! and pages): `$OUT_DIR/crates.json`, the crates linked into it with the edges between them
+//! (module `crates`: `cargo tree` of the normal, non-proc-macro dependencies for the target),
+//! and the same list as cargo-auditable's dependency data, a `.dep-v0` section in an object
+//! linked into the binary, which vulnerability scanners read (module `auditable`);
+//! `$OUT_DIR/created.rs`, when the inputs were made (`$SOURCE_DATE_EPOCH`, else the last
+//! commit's time, else the content's newest file: never 1970); `$OUT_DIR/content-digest.txt`,
+//! the content's digest (what `chartreg ls --content-digest` prints); `$OUT_DIR/signer.txt`,
+//! the fingerprint of the key its image is signed with (`$CHARTREG_SIGNER`, which
+//! `chartreg-build image --sign-key` sets; empty when unsigned).
 //!
 //! Cargo reruns this when anything under the folder changes, including files being added or
 //! removed (rust-embed alone only notices changed contents). A folder that cannot be built in
@@ -35,6 +37,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use chartreg_embed::prepare::{self, Options, link_args};
+
+#[path = "build/auditable.rs"]
+mod auditable;
+#[path = "build/crates.rs"]
+mod crates;
 
 const DEFAULT_LINK_THRESHOLD: u64 = 1024 * 1024;
 
@@ -63,10 +70,12 @@ enum Error {
         "CHARTREG_SIGNER must be a key's fingerprint, sha256:<64 lowercase hex digits>, not `{0}`"
     )]
     Signer(String),
-    #[error("cannot list the crates compiled in: cargo metadata {0}")]
-    Metadata(String),
-    #[error("cannot list the crates compiled in: cargo metadata's answer: {0}")]
-    MetadataJson(#[from] serde_json::Error),
+    #[error(transparent)]
+    Crates(#[from] crates::Error),
+    #[error(transparent)]
+    Auditable(#[from] auditable::Error),
+    #[error("cannot write the crates linked in: {0}")]
+    CratesJson(#[from] serde_json::Error),
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,
@@ -111,7 +120,7 @@ fn run() -> Result<(), Error> {
     }
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").ok_or(Error::Cargo("OUT_DIR"))?);
     let prepared = prepare::run(&Options {
-        folder,
+        folder: folder.clone(),
         out_dir: out_dir.clone(),
         link_threshold: linkable.then_some(threshold),
     })?;
@@ -130,7 +139,7 @@ fn run() -> Result<(), Error> {
         prepared.mirror.display()
     );
     git_revision(&manifest_dir);
-    created(&out_dir)?;
+    created(&manifest_dir, &folder, &out_dir)?;
     signer(&out_dir)?;
     crates(&manifest_dir, &out_dir)?;
     Ok(())
@@ -153,19 +162,58 @@ fn signer(out_dir: &Path) -> Result<(), Error> {
     write(&out_dir.join("signer.txt"), signer.as_bytes())
 }
 
-/// `$OUT_DIR/created.rs`: `SOURCE_DATE_EPOCH` as a `u64` literal.
-fn created(out_dir: &Path) -> Result<(), Error> {
+/// `$OUT_DIR/created.rs`: when the build's inputs were made, in seconds since 1970, as a `u64`
+/// literal: `$SOURCE_DATE_EPOCH` when set; else the last commit's time when the package is a
+/// git checkout; else (a copy without .git) the newest modification time of the content
+/// folder's files and `Cargo.lock`. Never 0: with no time found anywhere, the time of the build.
+fn created(manifest_dir: &Path, content: &Path, out_dir: &Path) -> Result<(), Error> {
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     let seconds: u64 = match env::var("SOURCE_DATE_EPOCH") {
         Ok(value) if !value.is_empty() => {
             value.parse().map_err(|_| Error::SourceDateEpoch(value))?
         }
-        _ => 0,
+        _ => last_commit(manifest_dir)
+            .or_else(|| newest([manifest_dir.join("Cargo.lock"), content.to_owned()]))
+            .unwrap_or_else(|| seconds_of(std::time::SystemTime::now()).unwrap_or(1)),
     };
     write(
         &out_dir.join("created.rs"),
         format!("{seconds}u64").as_bytes(),
     )
+}
+
+/// The committer time of HEAD (`git log -1 --format=%ct`), when `dir` is a git checkout.
+fn last_commit(dir: &Path) -> Option<u64> {
+    if !dir.join(".git").exists() {
+        return None;
+    }
+    let printed = git(dir, &["log", "-1", "--format=%ct", "HEAD"])?;
+    printed.parse().ok().filter(|&s| s > 0)
+}
+
+/// The newest modification time (seconds since 1970, after 1970) of the files under `paths`.
+fn newest(paths: impl IntoIterator<Item = PathBuf>) -> Option<u64> {
+    let mut next: Vec<PathBuf> = paths.into_iter().collect();
+    let mut newest = None;
+    while let Some(path) = next.pop() {
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if let Ok(entries) = fs::read_dir(&path) {
+                next.extend(entries.flatten().map(|e| e.path()));
+            }
+        } else if let Some(seconds) = meta.modified().ok().and_then(seconds_of) {
+            newest = newest.max(Some(seconds));
+        }
+    }
+    newest.filter(|&s| s > 0)
+}
+
+fn seconds_of(time: std::time::SystemTime) -> Option<u64> {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
 }
 
 fn write(path: &Path, data: &[u8]) -> Result<(), Error> {
@@ -175,121 +223,76 @@ fn write(path: &Path, data: &[u8]) -> Result<(), Error> {
     })
 }
 
-/// One crate compiled into the binary, as `crates.json` lists it.
-#[derive(serde::Serialize, PartialEq, Eq, PartialOrd, Ord)]
-struct Crate {
-    name: String,
-    version: String,
-    /// As the crate declares it (`MIT OR Apache-2.0`, `MIT/Apache-2.0`); `None` when it names a
-    /// licence file only.
-    license: Option<String>,
-    /// Where cargo took it from (`registry+https://github.com/rust-lang/crates.io-index`);
-    /// `None` for this workspace's own crates.
-    source: Option<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct Metadata {
-    packages: Vec<Package>,
-    resolve: Resolve,
-}
-
-#[derive(serde::Deserialize)]
-struct Package {
-    id: String,
-    name: String,
-    version: String,
-    license: Option<String>,
-    source: Option<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct Resolve {
-    root: Option<String>,
-    nodes: Vec<Node>,
-}
-
-#[derive(serde::Deserialize)]
-struct Node {
-    id: String,
-    deps: Vec<NodeDep>,
-}
-
-#[derive(serde::Deserialize)]
-struct NodeDep {
-    pkg: String,
-    dep_kinds: Vec<DepKind>,
-}
-
-#[derive(serde::Deserialize)]
-struct DepKind {
-    /// `null` for a normal dependency, `dev` or `build`.
-    kind: Option<String>,
-}
-
-/// `$OUT_DIR/crates.json`: every crate reached from this package by normal dependencies for
-/// the target being built (features as cargo resolved them for the whole workspace), sorted.
+/// `$OUT_DIR/crates.json`, the crates linked into the binary for the target (module `crates`),
+/// and the same list as cargo-auditable's `.dep-v0` in an object linked into it (module
+/// `auditable`).
 fn crates(manifest_dir: &Path, out_dir: &Path) -> Result<(), Error> {
     println!(
         "cargo:rerun-if-changed={}",
         manifest_dir.join("Cargo.lock").display()
     );
     let target = env::var("TARGET").map_err(|_| Error::Cargo("TARGET"))?;
-    let cargo = env::var_os("CARGO").ok_or(Error::Cargo("CARGO"))?;
-    let mut command = std::process::Command::new(cargo);
-    command
-        .args(["metadata", "--format-version", "1", "--offline", "--locked"])
-        .arg("--filter-platform")
-        .arg(&target)
-        .arg("--manifest-path")
-        .arg(manifest_dir.join("Cargo.toml"))
-        .current_dir(manifest_dir);
-    // The workspace's metadata is about 1 MB here; 64 MiB and 120 s are far beyond any.
-    let answer = bounded_output(
-        command,
-        64 * 1024 * 1024,
-        std::time::Duration::from_secs(120),
-    )?;
-    let metadata: Metadata = serde_json::from_slice(&answer)?;
-    let root = metadata
-        .resolve
-        .root
-        .ok_or_else(|| Error::Metadata("names no root package".to_owned()))?;
-    let nodes: std::collections::HashMap<&str, &Node> = metadata
-        .resolve
-        .nodes
-        .iter()
-        .map(|n| (n.id.as_str(), n))
-        .collect();
-    let mut reached = std::collections::BTreeSet::new();
-    let mut next = vec![root.as_str()];
-    while let Some(id) = next.pop() {
-        if !reached.insert(id) {
-            continue;
-        }
-        let node = nodes
-            .get(id)
-            .ok_or_else(|| Error::Metadata(format!("resolves no package {id}")))?;
-        for dep in &node.deps {
-            if dep.dep_kinds.iter().any(|k| k.kind.is_none()) {
-                next.push(dep.pkg.as_str());
-            }
+    let cargo = PathBuf::from(env::var_os("CARGO").ok_or(Error::Cargo("CARGO"))?);
+    let linked = crates::linked(&cargo, manifest_dir, &target)?;
+    // A feature or dependency changed in a local crate's manifest changes the list.
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest_dir.join("Cargo.toml").display()
+    );
+    for folder in linked.iter().filter_map(|c| c.location.as_deref()) {
+        let manifest = manifest_dir.join(folder).join("Cargo.toml");
+        if manifest.is_file() {
+            println!("cargo:rerun-if-changed={}", manifest.display());
         }
     }
-    let mut crates: Vec<Crate> = metadata
-        .packages
-        .into_iter()
-        .filter(|p| reached.contains(p.id.as_str()))
-        .map(|p| Crate {
-            name: p.name,
-            version: p.version,
-            license: p.license,
-            source: p.source,
-        })
-        .collect();
-    crates.sort();
-    let json = serde_json::to_vec_pretty(&crates)?;
-    write(&out_dir.join("crates.json"), &json)
+    write(
+        &out_dir.join("crates.json"),
+        &serde_json::to_vec_pretty(&linked)?,
+    )?;
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let elf = !matches!(
+        env::var("CARGO_CFG_TARGET_OS").as_deref(),
+        Ok("macos" | "ios" | "windows" | "uefi")
+    );
+    let object = match elf {
+        true => auditable::write(&linked, &arch, &out_dir.join("dep-v0.o"))?,
+        false => None,
+    };
+    match object {
+        Some(object) => {
+            println!("cargo:rustc-link-arg-bins={}", object.display());
+            println!(
+                "cargo:rustc-link-arg-bins=-Wl,--undefined={}",
+                auditable::SYMBOL
+            );
+        }
+        None => println!(
+            "cargo:warning=the binary carries no dependency data (.dep-v0) for {target}: written for x86-64 and AArch64 ELF only"
+        ),
+    }
+    Ok(())
+}
+
+/// Why a command build.rs runs gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("could not start: {0}")]
+    Start(std::io::Error),
+    #[error("ran longer than {0} s")]
+    Time(u64),
+    #[error("could not be waited for: {0}")]
+    Wait(std::io::Error),
+    #[error("could not be read: {0}")]
+    Read(std::io::Error),
+    #[error("gave no output to read")]
+    Pipes,
+    #[error("failed ({status}): {said}")]
+    Failed {
+        status: std::process::ExitStatus,
+        said: String,
+    },
+    #[error("printed more than {0} bytes")]
+    Long(u64),
 }
 
 /// What `command` prints on stdout when it succeeds within `time` and `limit` bytes; its
@@ -298,7 +301,7 @@ fn bounded_output(
     mut command: std::process::Command,
     limit: u64,
     time: std::time::Duration,
-) -> Result<Vec<u8>, Error> {
+) -> Result<Vec<u8>, RunError> {
     use std::io::Read;
     use std::process::Stdio;
     let mut child = command
@@ -306,7 +309,7 @@ fn bounded_output(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::Metadata(format!("could not start: {e}")))?;
+        .map_err(RunError::Start)?;
     let readers = child
         .stdout
         .take()
@@ -333,30 +336,24 @@ fn bounded_output(
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(Error::Metadata(format!(
-                    "ran longer than {} s",
-                    time.as_secs()
-                )));
+                return Err(RunError::Time(time.as_secs()));
             }
-            Err(e) => return Err(Error::Metadata(format!("could not be waited for: {e}"))),
+            Err(e) => return Err(RunError::Wait(e)),
         }
     };
-    let (out, err) = readers.ok_or_else(|| Error::Metadata("gave no pipes".to_owned()))?;
+    let (out, err) = readers.ok_or(RunError::Pipes)?;
     let joined = |reader: std::thread::JoinHandle<std::io::Result<Vec<u8>>>| match reader.join() {
         Ok(Ok(data)) => Ok(data),
-        Ok(Err(e)) => Err(Error::Metadata(format!("could not be read: {e}"))),
-        Err(_) => Err(Error::Metadata("its reader failed".to_owned())),
+        Ok(Err(e)) => Err(RunError::Read(e)),
+        Err(_) => Err(RunError::Pipes),
     };
     let (out, err) = (joined(out)?, joined(err)?);
     if !status.success() {
-        let said = String::from_utf8_lossy(&err);
-        return Err(Error::Metadata(format!(
-            "failed ({status}): {}",
-            said.trim()
-        )));
+        let said = String::from_utf8_lossy(&err).trim().to_owned();
+        return Err(RunError::Failed { status, said });
     }
     if out.len() as u64 > limit {
-        return Err(Error::Metadata(format!("printed more than {limit} bytes")));
+        return Err(RunError::Long(limit));
     }
     Ok(out)
 }
@@ -385,14 +382,17 @@ fn git_revision(manifest_dir: &Path) {
     }
 }
 
-/// `git rev-parse --short=12 HEAD` in `dir`, with only `PATH` and `HOME` passed on (no `GIT_*`
-/// variable can point it elsewhere), given 10 s and 256 bytes of answer; `None` when git is
-/// missing, fails, or passes a bound.
+/// `git rev-parse --short=12 HEAD` in `dir`; `None` when git gives none.
 fn head_revision(dir: &Path) -> Option<String> {
+    git(dir, &["rev-parse", "--short=12", "HEAD"])
+}
+
+/// What `git ARGS` prints in `dir`, trimmed, with only `PATH` and `HOME` passed on (no `GIT_*`
+/// variable can point it elsewhere), given 10 s and 256 bytes of answer; `None` when git is
+/// missing, fails, prints nothing or passes a bound.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let mut git = std::process::Command::new("git");
-    git.args(["rev-parse", "--short=12", "HEAD"])
-        .current_dir(dir)
-        .env_clear();
+    git.args(args).current_dir(dir).env_clear();
     for key in ["PATH", "HOME"] {
         if let Some(value) = env::var_os(key) {
             git.env(key, value);
@@ -400,6 +400,6 @@ fn head_revision(dir: &Path) -> Option<String> {
     }
     // A copy without .git (or without git) has no revision: not an error.
     let printed = bounded_output(git, 256, std::time::Duration::from_secs(10)).ok()?;
-    let revision = String::from_utf8_lossy(&printed).trim().to_owned();
-    (!revision.is_empty()).then_some(revision)
+    let said = String::from_utf8_lossy(&printed).trim().to_owned();
+    (!said.is_empty()).then_some(said)
 }

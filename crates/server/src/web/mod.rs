@@ -46,7 +46,7 @@ pub struct Web {
     pub classic: Classic,
     /// The SBOM as SPDX 2.3 JSON.
     pub sbom: Bytes,
-    /// The SBOM as CycloneDX 1.6 JSON.
+    /// The SBOM as CycloneDX 1.5 JSON.
     pub cyclonedx: Bytes,
 }
 

@@ -113,7 +113,7 @@ fn build_line() -> Markup {
             ". What it holds and is made of: "
             a href="/sbom.spdx.json" type="application/spdx+json" { "SBOM (SPDX 2.3 JSON)" }
             ", "
-            a href="/sbom.cdx.json" type="application/vnd.cyclonedx+json" { "CycloneDX 1.6 JSON" }
+            a href="/sbom.cdx.json" type="application/vnd.cyclonedx+json" { "CycloneDX 1.5 JSON" }
         }
     }
 }

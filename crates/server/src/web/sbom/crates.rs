@@ -1,15 +1,16 @@
-//! The crates compiled into the binary, as the SBOM lists them: from the list the build script
-//! wrote (`crates.json`: `cargo metadata` of the normal dependencies for the target), each with
-//! its licence as the crate declares it (`MIT/Apache-2.0`, cargo's old form, written as the
-//! expression `MIT OR Apache-2.0`; anything that is not an expression is no assertion), where
-//! crates.io serves it, and its purl (`pkg:cargo/NAME@VERSION`) when it comes from a registry.
+//! The crates linked into the binary, as the SBOM lists them, from the list the build script
+//! wrote (`crates.json`: one `cargo tree` resolve of the normal, non-proc-macro dependencies
+//! for the target, the same list the binary's `.dep-v0` carries): every crate but the root
+//! (`chartreg-bin`, which is chartreg itself), each with
+//! - its licence as an SPDX expression, parsed by the `spdx` crate (cargo's old `MIT/Apache-2.0`
+//!   read as `MIT OR Apache-2.0`); a licence that does not parse is no assertion, its text kept;
+//! - where crates.io serves it (for crates from crates.io) and its purl (module `purl`);
+//! - the crates it depends on: the edges of the resolve, the root's being chartreg's.
 
 use serde::Deserialize;
 
-use super::{Item, Role, SbomError};
+use super::{Item, Role, SbomError, purl};
 use crate::this_build::ThisBuild;
-
-const CRATES_IO: &str = "registry+https://github.com/rust-lang/crates.io-index";
 
 /// A crate as the build script listed it.
 #[derive(Debug, Deserialize)]
@@ -17,48 +18,89 @@ struct Crate {
     name: String,
     version: String,
     license: Option<String>,
-    source: Option<String>,
+    /// `crates.io`, `local`, `git` or `registry` (cargo-auditable's names).
+    source: String,
+    /// A git URL and commit, a registry's name, a local crate's folder.
+    location: Option<String>,
+    #[serde(default)]
+    root: bool,
+    /// Indices into the list.
+    dependencies: Vec<usize>,
 }
 
-/// The crates `build` lists, each an item.
-pub(super) fn listed(build: &ThisBuild) -> Result<Vec<Item>, SbomError> {
+/// The crates of a build: each an item (the root none), and the edges between them.
+pub(super) struct Listed {
+    /// The list's crates, `None` for the root.
+    pub items: Vec<Option<Item>>,
+    /// (from, to), as indices into `items`.
+    pub edges: Vec<(usize, usize)>,
+}
+
+/// The crates `build` lists.
+pub(super) fn listed(build: &ThisBuild) -> Result<Listed, SbomError> {
     let crates: Vec<Crate> = serde_json::from_slice(build.crates).map_err(SbomError::Crates)?;
-    Ok(crates.into_iter().map(item).collect())
+    let count = crates.len();
+    let mut edges = Vec::new();
+    for (from, c) in crates.iter().enumerate() {
+        for &to in &c.dependencies {
+            if to >= count {
+                return Err(SbomError::Edge(c.name.clone(), to));
+            }
+            edges.push((from, to));
+        }
+    }
+    let items = crates
+        .into_iter()
+        .map(|c| (!c.root).then(|| item(c)))
+        .collect();
+    Ok(Listed { items, edges })
 }
 
 fn item(c: Crate) -> Item {
     let mut item = Item::new(Role::Crate, c.name, Some(c.version));
-    let version = item.version.as_deref().unwrap_or_default();
-    if c.source.as_deref() == Some(CRATES_IO) {
-        item.download = Some(format!(
-            "https://crates.io/api/v1/crates/{}/{version}/download",
-            item.name
-        ));
+    let (name, version) = (&item.name, item.version.as_deref().unwrap_or_default());
+    let location = c.location.as_deref();
+    match (c.source.as_str(), location) {
+        ("crates.io", _) => {
+            item.download = Some(format!(
+                "https://crates.io/api/v1/crates/{name}/{version}/download"
+            ));
+            item.purl = Some(purl::crates_io(name, version));
+            item.source = Some("crates.io".to_owned());
+        }
+        ("registry", Some(registry)) => {
+            item.purl = Some(purl::registry(name, version, registry));
+            item.source = Some(format!("the registry {registry}"));
+        }
+        ("git", Some(vcs)) => {
+            item.purl = Some(purl::git(name, version, vcs));
+            item.source = Some(format!("git {vcs}"));
+        }
+        ("local", Some(folder)) => item.source = Some(format!("chartreg's own crate {folder}")),
+        (source, _) => item.source = Some(source.to_owned()),
     }
-    if c.source
-        .as_deref()
-        .is_some_and(|s| s.starts_with("registry+"))
-    {
-        item.purl = Some(format!("pkg:cargo/{}@{version}", item.name));
+    match c.license.as_deref().map(expression) {
+        Some(Some(expression)) => item.license = Some(expression),
+        Some(None) => item.declared = c.license,
+        None => {}
     }
-    item.source = c.source.map(|s| format!("cargo source {s}"));
-    item.license = c.license.as_deref().and_then(expression);
     item
 }
 
-/// A crate's declared licence as an SPDX expression: `A/B` is `A OR B`; `None` for anything
-/// with characters no expression has.
+/// A crate's declared licence as a valid SPDX expression (canonical: `MIT/Apache-2.0` is
+/// `MIT OR Apache-2.0`); `None` when it is none, or names licences by reference only
+/// (`LicenseRef-`, which the document would have to define).
 fn expression(declared: &str) -> Option<String> {
-    let joined = declared
-        .split('/')
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let valid = !joined.is_empty()
-        && joined.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b' ' | b'.' | b'-' | b'+' | b'(' | b')' | b':')
-        });
-    valid.then_some(joined)
+    let canonical = match spdx::Expression::canonicalize(declared) {
+        Ok(Some(canonical)) => canonical,
+        Ok(None) => declared.to_owned(),
+        Err(_) => return None,
+    };
+    let parsed = spdx::Expression::parse(&canonical).ok()?;
+    let by_reference = parsed
+        .requirements()
+        .any(|r| !matches!(r.req.license, spdx::LicenseItem::Spdx { .. }));
+    (!by_reference).then_some(canonical)
 }
 
 #[cfg(test)]
@@ -74,34 +116,62 @@ mod tests {
         "(MIT OR Apache-2.0) AND Unicode-3.0",
         Some("(MIT OR Apache-2.0) AND Unicode-3.0")
     )]
+    #[case(
+        "Apache-2.0 WITH LLVM-exception",
+        Some("Apache-2.0 WITH LLVM-exception")
+    )]
+    #[case("MIT OR", None)]
     #[case("MIT, Apache", None)]
+    #[case("Apache-2.0 AND (", None)]
+    #[case("LicenseRef-Mine", None)]
     #[case("", None)]
     fn licence_expressions(#[case] declared: &str, #[case] want: Option<&str>) {
         assert_eq!(expression(declared).as_deref(), want);
     }
 
     #[test]
-    fn a_crate_from_crates_io_has_its_download_and_purl_and_a_path_crate_neither() {
+    fn crates_have_purls_by_source_edges_and_no_root() {
         let listed = br#"[
-            {"name":"serde","version":"1.0.0","license":"MIT/Apache-2.0","source":"registry+https://github.com/rust-lang/crates.io-index"},
-            {"name":"local","version":"0.1.0","license":null,"source":null}
+            {"name":"chartreg-bin","version":"0.1.0","license":"Apache-2.0","source":"local","root":true,"dependencies":[1,2]},
+            {"name":"serde","version":"1.0.0","license":"MIT/Apache-2.0","source":"crates.io","dependencies":[3]},
+            {"name":"local","version":"0.1.0","license":"MIT OR","source":"local","location":"crates/local","dependencies":[]},
+            {"name":"toml","version":"0.9.12+spec-1.1.0","license":null,"source":"crates.io","dependencies":[]}
         ]"#;
         let build = ThisBuild {
             crates: listed,
             ..ThisBuild::UNRECORDED
         };
-        let items = listed_items(&build);
+        let Listed { items, edges } = listed_crates(&build);
+        assert!(items[0].is_none(), "the root is chartreg itself");
+        let serde = items[1].as_ref().unwrap();
         assert_eq!(
-            items[0].download.as_deref(),
+            serde.download.as_deref(),
             Some("https://crates.io/api/v1/crates/serde/1.0.0/download")
         );
-        assert_eq!(items[0].purl.as_deref(), Some("pkg:cargo/serde@1.0.0"));
-        assert_eq!(items[0].license.as_deref(), Some("MIT OR Apache-2.0"));
-        assert!(items[1].download.is_none() && items[1].purl.is_none());
-        assert!(items[1].license.is_none() && items[1].source.is_none());
+        assert_eq!(serde.purl.as_deref(), Some("pkg:cargo/serde@1.0.0"));
+        assert_eq!(serde.license.as_deref(), Some("MIT OR Apache-2.0"));
+        let local = items[2].as_ref().unwrap();
+        assert!(local.download.is_none() && local.purl.is_none());
+        assert!(local.license.is_none());
+        assert_eq!(local.declared.as_deref(), Some("MIT OR"));
+        let toml = items[3].as_ref().unwrap();
+        assert_eq!(
+            toml.purl.as_deref(),
+            Some("pkg:cargo/toml@0.9.12%2Bspec-1.1.0")
+        );
+        assert_eq!(edges, vec![(0, 1), (0, 2), (1, 3)]);
     }
 
-    fn listed_items(build: &ThisBuild) -> Vec<Item> {
+    #[test]
+    fn an_edge_to_no_crate_is_refused() {
+        let build = ThisBuild {
+            crates: br#"[{"name":"a","version":"1.0.0","license":null,"source":"crates.io","dependencies":[7]}]"#,
+            ..ThisBuild::UNRECORDED
+        };
+        assert!(matches!(listed(&build), Err(SbomError::Edge(_, 7))));
+    }
+
+    fn listed_crates(build: &ThisBuild) -> Listed {
         listed(build).unwrap()
     }
 }

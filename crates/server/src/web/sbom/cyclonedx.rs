@@ -1,6 +1,9 @@
-//! The SBOM as a CycloneDX 1.6 JSON BOM: chartreg the metadata's component, what it serves and
+//! The SBOM as a CycloneDX 1.5 JSON BOM (not 1.6, nor 1.5's object of tools: the trivy the
+//! tests run, cdxgen's plugin 1.8.0, reads neither): chartreg the metadata's component, what it serves and
 //! the crates it is made of its components (a platform's manifest within its index, what is
-//! attached to a version within that version), the crates chartreg's dependencies. Each
+//! attached to a version within that version); `dependencies` the crates' real graph, from
+//! chartreg down (each crate listed, an empty `dependsOn` where a crate depends on none). A
+//! licence that is no SPDX expression is written as its name. Each
 //! component's `bom-ref` comes from its position (`chart-3`); its sha256 is a hash, its
 //! licence an expression, a chart's origin a `distribution` reference (a crate's too), its
 //! `home` a `website` one, and where it came from and what verified it are `chartreg:source`
@@ -29,19 +32,15 @@ struct Bom {
 #[derive(Serialize)]
 struct Metadata {
     timestamp: String,
-    tools: Tools,
+    /// The list form (1.5 deprecates it for an object, which the trivy the tests run does not
+    /// read yet).
+    tools: Vec<Tool>,
     component: Component,
 }
 
 #[derive(Serialize)]
-struct Tools {
-    components: Vec<Tool>,
-}
-
-#[derive(Serialize)]
 struct Tool {
-    #[serde(rename = "type")]
-    kind: &'static str,
+    vendor: &'static str,
     name: &'static str,
     version: &'static str,
 }
@@ -76,9 +75,17 @@ struct Hash {
     content: String,
 }
 
+/// An SPDX expression, or a licence declared in words that are none.
 #[derive(Serialize)]
-struct License {
-    expression: String,
+#[serde(untagged)]
+enum License {
+    Expression { expression: String },
+    Named { license: Named },
+}
+
+#[derive(Serialize)]
+struct Named {
+    name: String,
 }
 
 #[derive(Serialize)]
@@ -164,13 +171,15 @@ fn component(inventory: &Inventory, within: &[Vec<usize>], at: usize, item: &Ite
                 content: hex.clone(),
             })
             .collect(),
-        licenses: item
-            .license
-            .iter()
-            .map(|expression| License {
+        licenses: match (&item.license, &item.declared) {
+            (Some(expression), _) => vec![License::Expression {
                 expression: expression.clone(),
-            })
-            .collect(),
+            }],
+            (None, Some(name)) => vec![License::Named {
+                license: Named { name: name.clone() },
+            }],
+            (None, None) => Vec::new(),
+        },
         purl: item.purl.clone(),
         external_references: references,
         properties,
@@ -186,7 +195,7 @@ fn component(inventory: &Inventory, within: &[Vec<usize>], at: usize, item: &Ite
     }
 }
 
-/// `inventory` as a CycloneDX 1.6 JSON BOM.
+/// `inventory` as a CycloneDX 1.5 JSON BOM.
 pub(super) fn written(inventory: &Inventory) -> Vec<u8> {
     // What lies within each item, in order.
     let mut within: Vec<Vec<usize>> = vec![Vec::new(); inventory.items.len()];
@@ -208,36 +217,39 @@ pub(super) fn written(inventory: &Inventory) -> Vec<u8> {
             components.push(made);
         }
     }
-    let depends_on: Vec<String> = inventory
-        .relations
+    // chartreg and every crate: the whole graph is known, so a crate with no entry in
+    // `dependsOn` truly has none.
+    let mut depends_on: Vec<Vec<usize>> = vec![Vec::new(); inventory.items.len()];
+    for relation in &inventory.relations {
+        if let Relation::DependsOn(from, to) = *relation
+            && let Some(list) = depends_on.get_mut(from)
+        {
+            list.push(to);
+        }
+    }
+    let dependencies = inventory
+        .items
         .iter()
-        .filter_map(|r| match *r {
-            Relation::DependsOn(CHARTREG, to) => Some(bom_ref(inventory, to)),
-            _ => None,
+        .zip(depends_on)
+        .enumerate()
+        .filter(|(_, (item, _))| matches!(item.role, Role::Chartreg | Role::Crate))
+        .map(|(at, (_, to))| Dependency {
+            of: bom_ref(inventory, at),
+            depends_on: to.into_iter().map(|to| bom_ref(inventory, to)).collect(),
         })
         .collect();
-    let mut dependencies = vec![Dependency {
-        of: bom_ref(inventory, CHARTREG),
-        depends_on: depends_on.clone(),
-    }];
-    dependencies.extend(depends_on.into_iter().map(|of| Dependency {
-        of,
-        depends_on: Vec::new(),
-    }));
     let mut bom = Bom {
         bom_format: "CycloneDX",
-        spec_version: "1.6",
+        spec_version: "1.5",
         serial_number: String::new(),
         version: 1,
         metadata: Metadata {
             timestamp: inventory.created.clone(),
-            tools: Tools {
-                components: vec![Tool {
-                    kind: "application",
-                    name: "chartreg",
-                    version: VERSION,
-                }],
-            },
+            tools: vec![Tool {
+                vendor: "chartreg",
+                name: "chartreg",
+                version: VERSION,
+            }],
             component: metadata_component
                 .unwrap_or_else(|| unreachable!("the inventory starts with chartreg")),
         },

@@ -1,6 +1,6 @@
 //! The SBOM of the binary: what it serves and what it is made of, from what the pages show
 //! ([`Overview`]) and what the build recorded ([`ThisBuild`]), as SPDX 2.3 JSON (`spdx`) or
-//! CycloneDX 1.6 JSON (`cyclonedx`).
+//! CycloneDX 1.5 JSON (`cyclonedx`).
 //!
 //! [`Inventory::of`] says once, whatever the format, what the document holds:
 //! - chartreg itself, the document's subject (its version, licence, git revision, and the key
@@ -11,7 +11,10 @@
 //!   `sources` from Chart.yaml), and what verified its signature at build; an image index's
 //!   platform manifests, each contained by the index; what is attached to a version
 //!   (signatures, attestations, SBOMs), each a metafile of it;
-//! - each crate compiled in (module `crates`), a dependency of chartreg.
+//! - each crate linked in (module `crates`), with the real edges between them: chartreg
+//!   depends on what its root crate depends on.
+//!
+//! Charts, images and platform manifests carry a `pkg:oci` purl, crates theirs (module `purl`).
 //!
 //! Each writer turns the items and their relations into its format. The same content and
 //! build give the same bytes: the time is the build's `SOURCE_DATE_EPOCH`, items come in the
@@ -23,6 +26,7 @@
 
 mod crates;
 mod cyclonedx;
+mod purl;
 mod spdx;
 
 use chartreg_core::content::{Document as Stored, Kind, Registry, Unreadable};
@@ -40,7 +44,7 @@ const LICENSE: &str = "Apache-2.0";
 pub enum Format {
     /// SPDX 2.3 JSON.
     Spdx,
-    /// CycloneDX 1.6 JSON.
+    /// CycloneDX 1.5 JSON.
     CycloneDx,
 }
 
@@ -61,6 +65,10 @@ pub enum SbomError {
     Unreadable(#[from] Unreadable),
     #[error("the binary's list of crates (its build's crates.json) is not readable: {0}")]
     Crates(#[source] serde_json::Error),
+    #[error(
+        "the binary's list of crates names {0} as depending on crate {1}, which it does not list"
+    )]
+    Edge(String, usize),
     #[error("SOURCE_DATE_EPOCH {0} of the build is past year 9999")]
     Created(u64),
 }
@@ -108,6 +116,8 @@ struct Item {
     source: Option<String>,
     /// Its licence as an SPDX expression; `None`: no assertion.
     license: Option<String>,
+    /// A licence declared that is no SPDX expression, kept as its text.
+    declared: Option<String>,
     comment: Option<String>,
     purl: Option<String>,
     /// The item it is part of (an index, for a platform; the version, for what is attached);
@@ -126,6 +136,7 @@ impl Item {
             homepage: None,
             source: None,
             license: None,
+            declared: None,
             comment: None,
             purl: None,
             within: None,
@@ -158,7 +169,7 @@ impl Inventory {
         overview: &Overview,
         build: &ThisBuild,
     ) -> Result<Inventory, SbomError> {
-        let crates = crates::listed(build)?;
+        let listed = crates::listed(build)?;
         let created = build
             .created_rfc3339()
             .ok_or(SbomError::Created(build.created))?;
@@ -202,9 +213,18 @@ impl Inventory {
                 }
             }
         }
-        for c in crates {
-            let at = inventory.push(c);
-            inventory.relations.push(Relation::DependsOn(CHARTREG, at));
+        // Each crate's position; the root's is chartreg's own.
+        let at: Vec<usize> = listed
+            .items
+            .into_iter()
+            .map(|c| c.map_or(CHARTREG, |c| inventory.push(c)))
+            .collect();
+        for (from, to) in listed.edges {
+            if let (Some(&from), Some(&to)) = (at.get(from), at.get(to))
+                && from != to
+            {
+                inventory.relations.push(Relation::DependsOn(from, to));
+            }
         }
         Ok(inventory)
     }
@@ -239,6 +259,15 @@ impl Inventory {
         };
         item.download = chart_view.and_then(|c| c.origin.clone());
         item.sha256 = sha256(&version.digest);
+        item.purl = item.sha256.as_deref().map(|hex| {
+            purl::oci(
+                &view.name,
+                hex,
+                &upstream_url(view),
+                Some(&version.tag),
+                None,
+            )
+        });
         item.homepage = chart_view
             .and_then(|c| c.home.as_deref())
             .and_then(homepage);
@@ -283,6 +312,10 @@ impl Inventory {
             Some(format!("{} {platform}", version.tag)),
         );
         item.sha256 = sha256(digest.as_str());
+        item.purl = item.sha256.as_deref().map(|hex| {
+            let arch = platform.split('/').nth(1).filter(|a| !a.is_empty());
+            purl::oci(&view.name, hex, &upstream_url(view), None, arch)
+        });
         item.comment = Some(format!(
             "the {platform} image of {}:{}",
             view.name, version.tag
@@ -291,6 +324,14 @@ impl Inventory {
         let at = self.push(item);
         self.relations.push(Relation::Contains(index, at));
     }
+}
+
+/// Where a repository's images came from, `REGISTRY/PATH`; empty when the content does not say.
+fn upstream_url(view: &RepositoryView) -> String {
+    view.upstream
+        .as_ref()
+        .map(|u| format!("{}/{}", u.registry, u.path))
+        .unwrap_or_default()
 }
 
 /// A manifest digest's hex, when it is a sha256 (other digests are served, not listed).

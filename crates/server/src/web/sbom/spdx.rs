@@ -1,7 +1,9 @@
 //! The SBOM as an SPDX 2.3 JSON document: each item a package (identifiers from its position:
 //! `SPDXRef-Chart-3`), chartreg the one the document `DESCRIBES`, the relations as
-//! `CONTAINS`, `METAFILE_OF` and `DEPENDS_ON`; the namespace ends in the sha256 of the
-//! document written without it (unique per document, as SPDX asks).
+//! `CONTAINS`, `METAFILE_OF` and `DEPENDS_ON` (the crates' real graph), the crates also
+//! contained by one package named `cargo` (`SPDXRef-Application-crates`), as trivy reads them;
+//! the namespace ends in the sha256 of the document written without it (unique per document,
+//! as SPDX asks).
 
 use serde::Serialize;
 
@@ -50,6 +52,8 @@ struct Package {
     #[serde(skip_serializing_if = "Option::is_none")]
     source_info: Option<String>,
     license_declared: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    license_comments: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     comment: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -120,6 +124,10 @@ fn package(inventory: &Inventory, at: usize, item: &Item) -> Package {
             .license
             .clone()
             .unwrap_or_else(|| NOASSERTION.to_owned()),
+        license_comments: item
+            .declared
+            .as_ref()
+            .map(|text| format!("declared as `{text}`, which is no SPDX expression")),
         comment: item.comment.clone(),
         external_refs: item
             .purl
@@ -140,9 +148,36 @@ fn package(inventory: &Inventory, at: usize, item: &Item) -> Package {
     }
 }
 
+/// The package grouping the crates linked in.
+const CRATES: &str = "SPDXRef-Application-crates";
+
+/// The crates linked into chartreg as one package that contains them, named by their package
+/// type (`cargo`) under an `SPDXRef-Application-` identifier: the form in which trivy (the
+/// version the tests run) reads language packages from SPDX; it reads none outside one.
+fn crates_package() -> Package {
+    Package {
+        id: CRATES.to_owned(),
+        name: "cargo".to_owned(),
+        version_info: None,
+        download_location: NOASSERTION.to_owned(),
+        files_analyzed: false,
+        checksums: Vec::new(),
+        homepage: None,
+        source_info: Some("chartreg".to_owned()),
+        license_declared: NOASSERTION.to_owned(),
+        license_comments: None,
+        comment: Some(
+            "the crates linked into chartreg, as Cargo resolved them, grouped by their package type"
+                .to_owned(),
+        ),
+        external_refs: Vec::new(),
+        primary_package_purpose: "OTHER",
+    }
+}
+
 /// `inventory` as an SPDX 2.3 JSON document.
 pub(super) fn written(inventory: &Inventory) -> Vec<u8> {
-    let packages = inventory
+    let mut packages: Vec<Package> = inventory
         .items
         .iter()
         .enumerate()
@@ -163,6 +198,27 @@ pub(super) fn written(inventory: &Inventory) -> Vec<u8> {
         Relation::MetafileOf(from, to) => relate(from, "METAFILE_OF", to),
         Relation::DependsOn(from, to) => relate(from, "DEPENDS_ON", to),
     }));
+    let crates: Vec<usize> = (0..inventory.items.len())
+        .filter(|&at| {
+            inventory
+                .items
+                .get(at)
+                .is_some_and(|i| i.role == Role::Crate)
+        })
+        .collect();
+    if !crates.is_empty() {
+        packages.push(crates_package());
+        relationships.push(Relationship {
+            spdx_element_id: id(inventory, CHARTREG),
+            relationship_type: "CONTAINS",
+            related_spdx_element: CRATES.to_owned(),
+        });
+        relationships.extend(crates.into_iter().map(|at| Relationship {
+            spdx_element_id: CRATES.to_owned(),
+            relationship_type: "CONTAINS",
+            related_spdx_element: id(inventory, at),
+        }));
+    }
     let mut document = Document {
         spdx_version: "SPDX-2.3",
         data_license: "CC0-1.0",
