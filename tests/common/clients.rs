@@ -17,8 +17,7 @@ use super::{root, sha256};
 
 /// An external tool: Helm from `.tools/` (`helm3`, `helm4`), the Python tools from `.tools/bin`
 /// (`pyspdxtools`, `cyclonedx-validate`, `trivy`, `rust-audit-info`), Debian trixie's signature
-/// verifiers from `.tools/bin`
-/// (`skopeo-sigstore`, `cosign`), anything else from PATH.
+/// verifiers from `.tools/bin` (`skopeo-sigstore`, `cosign`), anything else from PATH.
 /// Missing: under `CI=true` the test fails; elsewhere it is skipped with a note.
 pub fn tool(name: &str) -> Option<PathBuf> {
     let found = match name {
@@ -26,9 +25,7 @@ pub fn tool(name: &str) -> Option<PathBuf> {
             Some(root().join(".tools").join(name).join("helm")).filter(|p| p.is_file())
         }
         "pyspdxtools" | "cyclonedx-validate" | "skopeo-sigstore" | "cosign" | "trivy"
-        | "rust-audit-info" => {
-            Some(root().join(".tools/bin").join(name)).filter(|p| p.is_file())
-        }
+        | "rust-audit-info" => Some(root().join(".tools/bin").join(name)).filter(|p| p.is_file()),
         _ => std::env::var_os("PATH").and_then(|paths| {
             std::env::split_paths(&paths)
                 .map(|dir| dir.join(name))
