@@ -112,10 +112,28 @@ fn unshare_here() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why `unshare` makes no user namespace here.
+#[derive(Debug, thiserror::Error)]
+enum UserNamespaceError {
+    #[error("no util-linux unshare in /usr/bin or /bin")]
+    NoUnshare,
+    #[error("{}: {source}", unshare.display())]
+    Run {
+        unshare: &'static Path,
+        source: Box<super::BoundedError>,
+    },
+    #[error("{} {}: {stderr} ({status})", unshare.display(), UNSHARE_FLAGS.join(" "))]
+    Refused {
+        unshare: &'static Path,
+        stderr: String,
+        status: std::process::ExitStatus,
+    },
+}
+
 /// `unshare`, if it makes a user namespace here.
-fn user_namespace() -> Result<&'static Path, String> {
+fn user_namespace() -> Result<&'static Path, UserNamespaceError> {
     let Some(unshare) = UNSHARE.iter().map(Path::new).find(|p| p.is_file()) else {
-        return Err("no util-linux unshare in /usr/bin or /bin".to_owned());
+        return Err(UserNamespaceError::NoUnshare);
     };
     let limits = super::Limits {
         time: std::time::Duration::from_secs(10),
@@ -126,16 +144,17 @@ fn user_namespace() -> Result<&'static Path, String> {
         .args(UNSHARE_FLAGS)
         .arg("/bin/true")
         .run()
-        .map_err(|e| format!("{}: {e}", unshare.display()))?;
+        .map_err(|e| UserNamespaceError::Run {
+            unshare,
+            source: Box::new(e),
+        })?;
     if done.status.success() {
         Ok(unshare)
     } else {
-        Err(format!(
-            "{} {}: {} ({})",
-            unshare.display(),
-            UNSHARE_FLAGS.join(" "),
-            String::from_utf8_lossy(&done.stderr).trim(),
-            done.status
-        ))
+        Err(UserNamespaceError::Refused {
+            unshare,
+            stderr: String::from_utf8_lossy(&done.stderr).trim().to_owned(),
+            status: done.status,
+        })
     }
 }

@@ -30,7 +30,7 @@ pub fn root() -> bool {
 fn why_no_cgroup() -> String {
     match cgroup::RunCgroup::create(64 * MIB) {
         Ok(_) => "a cgroup can be made now".to_owned(),
-        Err(why) => why,
+        Err(why) => why.to_string(),
     }
 }
 

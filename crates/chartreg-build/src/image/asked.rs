@@ -245,8 +245,24 @@ pub(super) fn listing(
     Ok(Some(listing))
 }
 
+/// Why a document is no SBOM format this tool attaches.
+#[derive(Debug, thiserror::Error)]
+enum FormatError {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("its spdxVersion is {0:?}")]
+    SpdxVersion(String),
+    #[error("its bomFormat is {format:?}, its specVersion {version:?}")]
+    BomFormat {
+        format: String,
+        version: Option<String>,
+    },
+    #[error("neither spdxVersion nor bomFormat names its format")]
+    Unnamed,
+}
+
 /// The format of an SBOM document, by its head: its media type and name.
-fn format_of(data: &[u8]) -> Result<(&'static str, &'static str), String> {
+fn format_of(data: &[u8]) -> Result<(&'static str, &'static str), FormatError> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Head {
@@ -254,15 +270,15 @@ fn format_of(data: &[u8]) -> Result<(&'static str, &'static str), String> {
         bom_format: Option<String>,
         spec_version: Option<String>,
     }
-    let head: Head = serde_json::from_slice(data).map_err(|e| e.to_string())?;
-    match (&head.spdx_version, &head.bom_format, &head.spec_version) {
+    let head: Head = serde_json::from_slice(data)?;
+    match (head.spdx_version, head.bom_format, head.spec_version) {
         (Some(v), None, _) if v == "SPDX-2.3" => Ok((SPDX_JSON, "SPDX 2.3")),
-        (Some(v), None, _) => Err(format!("its spdxVersion is {v:?}")),
+        (Some(v), None, _) => Err(FormatError::SpdxVersion(v)),
         (None, Some(f), Some(v)) if f == "CycloneDX" && v.starts_with("1.") => {
             Ok((CYCLONEDX_JSON, "CycloneDX"))
         }
-        (None, Some(f), v) => Err(format!("its bomFormat is {f:?}, its specVersion {v:?}")),
-        _ => Err("neither spdxVersion nor bomFormat names its format".to_owned()),
+        (None, Some(format), version) => Err(FormatError::BomFormat { format, version }),
+        _ => Err(FormatError::Unnamed),
     }
 }
 
@@ -286,7 +302,7 @@ pub(super) fn sboms(
             let (media_type, format) =
                 format_of(&data).map_err(|reason| AskError::SbomUnknown {
                     path: path.clone(),
-                    reason,
+                    reason: reason.to_string(),
                 })?;
             if let Some((_, first)) = given.iter().find(|(s, _)| s.media_type == media_type) {
                 return Err(AskError::SbomTwice {
@@ -328,7 +344,7 @@ pub(super) fn sboms(
                     path,
                     asked,
                     format,
-                    reason,
+                    reason: reason.to_string(),
                 });
             }
         }
@@ -353,7 +369,7 @@ mod tests {
     fn formats(#[case] data: &str, #[case] want: Result<&str, &str>) {
         match (format_of(data.as_bytes()), want) {
             (Ok((media_type, _)), Ok(wanted)) => assert_eq!(media_type, wanted),
-            (Err(reason), Err(words)) => assert!(reason.contains(words), "{reason}"),
+            (Err(reason), Err(words)) => assert!(reason.to_string().contains(words), "{reason}"),
             (got, want) => panic!("{data}: got {got:?}, want {want:?}"),
         }
     }

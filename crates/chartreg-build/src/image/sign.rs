@@ -164,7 +164,7 @@ impl Signer {
                 encrypted.kdf.name, encrypted.cipher.name
             )));
         }
-        let params = scrypt_params(encrypted.kdf.params).map_err(|e| not(&e))?;
+        let params = scrypt_params(encrypted.kdf.params).map_err(|e| not(&e.to_string()))?;
         let decode = |what: &str, b64: &str| {
             STANDARD
                 .decode(b64)
@@ -239,35 +239,52 @@ impl Signer {
     }
 }
 
+/// A key file's scrypt parameter past its bound (see above), with the values it asks for.
+#[derive(Debug, thiserror::Error)]
+enum KdfBound {
+    #[error("its scrypt N {n} is not a power of two up to 2^{MAX_LOG_N}")]
+    N { n: u64 },
+    #[error("its scrypt r {r} is not from 1 to {MAX_R}")]
+    R { r: u32 },
+    #[error("its scrypt p {p} is not from 1 to {MAX_P}")]
+    P { p: u32 },
+    #[error(
+        "its scrypt N {n} and r {r} ask for {} MiB, more than the {} MiB taken",
+        memory >> 20,
+        MAX_MEMORY >> 20
+    )]
+    Memory { n: u64, r: u32, memory: u64 },
+    #[error(
+        "its scrypt N {n}, r {r} and p {p} ask for {work} blocks of work, more than the {MAX_WORK} taken (16 times cosign's)"
+    )]
+    Work { n: u64, r: u32, p: u32, work: u64 },
+    #[error("its scrypt parameters: {0}")]
+    Invalid(scrypt::errors::InvalidParams),
+}
+
 /// The scrypt parameters of a key file, within the bounds above; the error names the one past
 /// its bound.
-fn scrypt_params(KdfParams { n, r, p }: KdfParams) -> Result<scrypt::Params, String> {
+fn scrypt_params(KdfParams { n, r, p }: KdfParams) -> Result<scrypt::Params, KdfBound> {
     let log_n = (n.is_power_of_two() && n > 1)
         .then(|| n.trailing_zeros())
         .and_then(|l| u8::try_from(l).ok())
         .filter(|l| *l <= MAX_LOG_N)
-        .ok_or_else(|| format!("its scrypt N {n} is not a power of two up to 2^{MAX_LOG_N}"))?;
+        .ok_or(KdfBound::N { n })?;
     if r == 0 || r > MAX_R {
-        return Err(format!("its scrypt r {r} is not from 1 to {MAX_R}"));
+        return Err(KdfBound::R { r });
     }
     if p == 0 || p > MAX_P {
-        return Err(format!("its scrypt p {p} is not from 1 to {MAX_P}"));
+        return Err(KdfBound::P { p });
     }
     let memory = 128 * u64::from(r) * n;
     if memory > MAX_MEMORY {
-        return Err(format!(
-            "its scrypt N {n} and r {r} ask for {} MiB, more than the {} MiB taken",
-            memory >> 20,
-            MAX_MEMORY >> 20
-        ));
+        return Err(KdfBound::Memory { n, r, memory });
     }
     let work = n * u64::from(r) * u64::from(p);
     if work > MAX_WORK {
-        return Err(format!(
-            "its scrypt N {n}, r {r} and p {p} ask for {work} blocks of work, more than the {MAX_WORK} taken (16 times cosign's)"
-        ));
+        return Err(KdfBound::Work { n, r, p, work });
     }
-    scrypt::Params::new(log_n, r, p, 32).map_err(|e| format!("its scrypt parameters: {e}"))
+    scrypt::Params::new(log_n, r, p, 32).map_err(KdfBound::Invalid)
 }
 
 /// The base64 between the BEGIN and END lines of cosign's private key block.
@@ -321,7 +338,7 @@ mod tests {
         let started = std::time::Instant::now();
         match (scrypt_params(KdfParams { n, r, p }), refused) {
             (Ok(_), None) => {}
-            (Err(e), Some(want)) => assert!(e.starts_with(want) || e.contains(want), "{e}"),
+            (Err(e), Some(want)) => assert!(e.to_string().contains(want), "{e}"),
             (got, want) => panic!("{n} {r} {p}: {:?}, wanted {want:?}", got.map(|_| ())),
         }
         assert!(started.elapsed() < std::time::Duration::from_millis(50));

@@ -47,6 +47,11 @@ pub enum CgroupError {
         dir.display()
     )]
     Crowded { dir: PathBuf, left: usize },
+    #[error("cgroup v2: {v2}; cgroup v1: {v1}")]
+    NoHierarchy {
+        v2: Box<CgroupError>,
+        v1: Box<CgroupError>,
+    },
 }
 
 /// Which cgroup hierarchy bounds a run.
@@ -72,7 +77,7 @@ const EMPTIED: Duration = Duration::from_secs(5);
 impl RunCgroup {
     /// A new cgroup limited to `limit` bytes, or why none can be made (v2's reason, then
     /// v1's).
-    pub fn create(limit: u64) -> Result<RunCgroup, String> {
+    pub fn create(limit: u64) -> Result<RunCgroup, CgroupError> {
         let name = format!(
             "chartreg-build-{}-{}",
             std::process::id(),
@@ -86,13 +91,16 @@ impl RunCgroup {
         let v2 = match v2::base(|| own(find::v2_folder, "cgroup v2")) {
             Ok(base) => match Self::make(&base, &name, Version::V2, limit) {
                 Ok(group) => return Ok(group),
-                Err(e) => e.to_string(),
+                Err(e) => e,
             },
             Err(e) => e,
         };
         own(find::v1_memory_folder, "cgroup v1 memory")
             .and_then(|parent| Self::make(&parent, &name, Version::V1, limit))
-            .map_err(|v1| format!("cgroup v2: {v2}; cgroup v1: {v1}"))
+            .map_err(|v1| CgroupError::NoHierarchy {
+                v2: Box::new(v2),
+                v1: Box::new(v1),
+            })
     }
 
     fn make(

@@ -32,15 +32,13 @@ const ROUNDS: usize = 50;
 /// The folder this process's cgroup v2 runs are made in, prepared on first use; the error
 /// says why there is none. Only the folder is kept: a failure (a process forking in the
 /// cgroup while it was emptied, say) is tried again by the next run.
-pub fn base(own: impl FnOnce() -> Result<PathBuf, CgroupError>) -> Result<PathBuf, String> {
+pub fn base(own: impl FnOnce() -> Result<PathBuf, CgroupError>) -> Result<PathBuf, CgroupError> {
     static BASE: Mutex<Option<PathBuf>> = Mutex::new(None);
     let mut base = BASE.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(base) = &*base {
         return Ok(base.clone());
     }
-    let made = own()
-        .and_then(|own| prepare(&own))
-        .map_err(|e| e.to_string())?;
+    let made = own().and_then(|own| prepare(&own))?;
     *base = Some(made.clone());
     Ok(made)
 }
