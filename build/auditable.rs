@@ -1,8 +1,8 @@
 //! The binary's dependency data in cargo-auditable's format, which trivy, grype, syft,
 //! osv-scanner and `rust-audit-info` read: the crates linked in (module `crates`, the same list
-//! the SBOM is written from) as auditable-serde's JSON (`{"packages":[{name, version, source,
-//! dependencies, root}]}`, every package a runtime one: build-only crates and proc-macros are
-//! not listed), zlib-compressed, as the contents of a section `.dep-v0` in a relocatable ELF
+//! the SBOM is written from) as cargo-auditable's JSON (`{"packages":[{name, version, source,
+//! dependencies, root}],"format":1}`, every package a runtime one: build-only crates and
+//! proc-macros are not listed), zlib-compressed, as the contents of a section `.dep-v0` in a relocatable ELF
 //! object for the target. build.rs links the object into the binary and names its one symbol
 //! to the linker as undefined (`--undefined`), which keeps the section through
 //! `--gc-sections`.
@@ -13,7 +13,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use auditable_serde::{DependencyKind, Package, Source as AuditSource, VersionInfo};
 use object::write::{Object, Symbol, SymbolSection};
 use object::{Architecture, BinaryFormat, Endianness, SymbolFlags, SymbolKind, SymbolScope};
 
@@ -87,26 +86,51 @@ fn compressed(linked: &[Linked]) -> Result<Vec<u8>, Error> {
     encoder.finish().map_err(Error::Compress)
 }
 
-/// `linked` as auditable-serde's type (format 1: proc-macros are not runtime crates).
-fn info(linked: &[Linked]) -> Result<VersionInfo, Error> {
+/// cargo-auditable's JSON document, as its crate `auditable-serde` 0.9 writes it (fields left
+/// out when they hold their default: `kind` runtime, no `dependencies`, `root` false). Written
+/// here rather than with `auditable-serde`: that crate turns on semver's `serde` for every
+/// build script of the workspace, which made `cargo test --workspace` compile the build tool's
+/// dependencies (rustc_version, the dalek crates, pgp) a second time
+/// (`scripts/one-compile.sh`). `rust-audit-info`, which parses with `auditable-serde`, reads
+/// what this writes in the image tests.
+#[derive(serde::Serialize)]
+struct VersionInfo<'a> {
+    packages: Vec<Package<'a>>,
+    /// Format 1: the packages come from cargo's resolve of what is compiled for the target.
+    format: u32,
+}
+
+#[derive(serde::Serialize)]
+struct Package<'a> {
+    name: &'a str,
+    version: &'a str,
+    /// `crates.io`, `git`, `local` or `registry`.
+    source: &'static str,
+    #[serde(skip_serializing_if = "<[usize]>::is_empty")]
+    dependencies: &'a [usize],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    root: bool,
+}
+
+/// `linked` as cargo-auditable's document (format 1: proc-macros are not runtime crates).
+fn info(linked: &[Linked]) -> Result<VersionInfo<'_>, Error> {
     let packages = linked
         .iter()
         .map(|c| {
-            let version = semver::Version::parse(&c.version).map_err(|_| Error::Version {
+            semver::Version::parse(&c.version).map_err(|_| Error::Version {
                 name: c.name.clone(),
                 version: c.version.clone(),
             })?;
             Ok(Package {
-                name: c.name.clone(),
-                version,
+                name: &c.name,
+                version: &c.version,
                 source: match c.source {
-                    Source::CratesIo => AuditSource::CratesIo,
-                    Source::Local => AuditSource::Local,
-                    Source::Git => AuditSource::Git,
-                    Source::Registry => AuditSource::Registry,
+                    Source::CratesIo => "crates.io",
+                    Source::Local => "local",
+                    Source::Git => "git",
+                    Source::Registry => "registry",
                 },
-                kind: DependencyKind::Runtime,
-                dependencies: c.dependencies.clone(),
+                dependencies: &c.dependencies,
                 root: c.root,
             })
         })
