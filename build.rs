@@ -14,7 +14,8 @@
 //! Why objects: `include_bytes!` holds about 12 times a file's size in compiler memory (1 GiB
 //! took 12.6 GB and 57 s here), so a few GiB of content could not be built; an object is
 //! written in 1 MiB pieces, and the linker (LLD) maps it rather than reading it into memory.
-//! Objects are written for x86-64 Linux; elsewhere every file goes through rust-embed.
+//! Objects are written for x86-64 and AArch64 Linux; elsewhere every file goes through
+//! rust-embed.
 //!
 //! It also writes what the binary says of its own build (`chartreg::this_build`, for its SBOM
 //! and pages): `$OUT_DIR/crates.json`, the crates linked into it with the edges between them
@@ -36,7 +37,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chartreg_embed::prepare::{self, Options, link_args};
+use chartreg_embed::prepare::{self, Link, Options, link_args};
 
 #[path = "build/auditable.rs"]
 mod auditable;
@@ -111,18 +112,20 @@ fn run() -> Result<(), Error> {
         Ok(value) => value.parse().map_err(|_| Error::Threshold(value))?,
         Err(_) => DEFAULT_LINK_THRESHOLD,
     };
-    let linkable = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
-        && env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64");
-    if !linkable {
+    let machine = prepare::object::Machine::of_target(
+        &env::var("CARGO_CFG_TARGET_OS").unwrap_or_default(),
+        &env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default(),
+    );
+    if machine.is_none() {
         println!(
-            "cargo:warning=large files are linked as objects on x86-64 Linux only: embedding every file with rust-embed"
+            "cargo:warning=large files are linked as objects on x86-64 and AArch64 Linux only: embedding every file with rust-embed"
         );
     }
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").ok_or(Error::Cargo("OUT_DIR"))?);
     let prepared = prepare::run(&Options {
         folder: folder.clone(),
         out_dir: out_dir.clone(),
-        link_threshold: linkable.then_some(threshold),
+        link: machine.map(|machine| Link { threshold, machine }),
     })?;
     write(
         &out_dir.join("content-digest.txt"),
@@ -131,8 +134,10 @@ fn run() -> Result<(), Error> {
     for warning in &prepared.warnings {
         println!("cargo:warning={warning}");
     }
-    for arg in link_args(&prepared.objects) {
-        println!("cargo:rustc-link-arg-bins={arg}");
+    if let Some(machine) = machine {
+        for arg in link_args(&prepared.objects, machine) {
+            println!("cargo:rustc-link-arg-bins={arg}");
+        }
     }
     println!(
         "cargo:rustc-env=CHARTREG_EMBED_DIR={}",

@@ -60,9 +60,17 @@ pub struct Options {
     pub folder: PathBuf,
     /// Where the mirror, objects, lists and facts go (`$OUT_DIR`).
     pub out_dir: PathBuf,
-    /// Files of this many bytes and more are linked as objects; `None`: none is (targets the
-    /// objects are not written for).
-    pub link_threshold: Option<u64>,
+    /// Which files are linked as objects, and for what; `None`: none is (targets the objects
+    /// are not written for).
+    pub link: Option<Link>,
+}
+
+/// Large files linked as objects: those of `threshold` bytes and more, written for `machine`
+/// (the target's).
+#[derive(Debug, Clone, Copy)]
+pub struct Link {
+    pub threshold: u64,
+    pub machine: object::Machine,
 }
 
 /// What was prepared.
@@ -116,7 +124,7 @@ pub fn run(options: &Options) -> Result<Prepared, Error> {
         }
         let metadata = fs::metadata(&file).map_err(at(&file))?;
         let size = metadata.len();
-        if options.link_threshold.is_some_and(|t| size >= t) {
+        if options.link.is_some_and(|l| size >= l.threshold) {
             let sha256 = hashes.sha256(&file, &metadata).map_err(at(&file))?;
             content.push(BuildFile::on_disk(
                 relative.clone(),
@@ -154,7 +162,9 @@ pub fn run(options: &Options) -> Result<Prepared, Error> {
     aliases.push(']');
     write(&out.join("aliases.rs"), aliases)?;
 
-    let (objects, written) = objects(&out.join("objects"), &linked)?;
+    // (Without linking, no file is linked: the machine names no object written.)
+    let machine = options.link.map_or(object::Machine::X86_64, |l| l.machine);
+    let (objects, written) = objects(&out.join("objects"), &linked, machine)?;
     write(&out.join("linked.rs"), linked_list(&linked))?;
     let (facts, warnings) = facts(&content)?;
     write(&out.join("facts.bin"), facts)?;
@@ -170,25 +180,38 @@ pub fn run(options: &Options) -> Result<Prepared, Error> {
     })
 }
 
-/// The linker arguments for `objects`: the objects, the large sections after `.bss`, and
-/// `_end` at their start. Static glibc reaches `_end` with a 32-bit PC-relative reference
-/// (its early allocator starts there), which the large sections would put out of range; the
-/// first linked section is page-aligned, so `_end` is too and that allocator maps its own
-/// pages instead of using the rest of the last one. Needs LLD (rustc's linker for this target
-/// since Rust 1.90); GNU ld holds every input in memory (5.1 GB for 5 GiB, measured).
-pub fn link_args(objects: &[PathBuf]) -> Vec<String> {
+/// The linker arguments for `objects`, linked for `machine`.
+///
+/// x86-64: the objects, the large sections after `.bss`, and `_end` at their start. Static
+/// glibc reaches `_end` with a 32-bit PC-relative reference (its early allocator starts
+/// there), which the large sections would put out of range; the first linked section is
+/// page-aligned, so `_end` is too and that allocator maps its own pages instead of using the
+/// rest of the last one. Needs LLD (rustc's linker for this target since Rust 1.90); GNU ld
+/// holds every input in memory (5.1 GB for 5 GiB, measured).
+///
+/// AArch64: the objects alone. Their `.rodata.chartreg` sections join `.rodata`, between the
+/// code and the writable data, which the code reaches with `adrp` (±4 GiB): the content and
+/// the rest of the binary together stay under 4 GiB. The linker is the target's C compiler's
+/// (GNU ld), which holds every input in memory while it links.
+pub fn link_args(objects: &[PathBuf], machine: object::Machine) -> Vec<String> {
     if objects.is_empty() {
         return Vec::new();
     }
     let mut args: Vec<String> = objects.iter().map(|o| o.display().to_string()).collect();
-    args.push("-Wl,-z,lrodata-after-bss".to_owned());
-    args.push("-Wl,--defsym=_end=ADDR(.lrodata)".to_owned());
+    if machine == object::Machine::X86_64 {
+        args.push("-Wl,-z,lrodata-after-bss".to_owned());
+        args.push("-Wl,--defsym=_end=ADDR(.lrodata)".to_owned());
+    }
     args
 }
 
 /// The object of every distinct large file in `folder`, kept or written; objects of files no
 /// longer there are removed. Returns them, and how many were written.
-fn objects(folder: &Path, linked: &[Linked]) -> Result<(Vec<PathBuf>, usize), Error> {
+fn objects(
+    folder: &Path,
+    linked: &[Linked],
+    machine: object::Machine,
+) -> Result<(Vec<PathBuf>, usize), Error> {
     fs::create_dir_all(folder).map_err(at(folder))?;
     let mut needed: BTreeMap<String, &Linked> = BTreeMap::new();
     for file in linked {
@@ -213,7 +236,8 @@ fn objects(folder: &Path, linked: &[Linked]) -> Result<(Vec<PathBuf>, usize), Er
         let kept = fs::metadata(&path).is_ok_and(|m| m.len() > file.size);
         if !kept {
             let partial = folder.join(format!("{hex}.partial"));
-            object::write(&file.file, file.size, &file.sha256, &partial).map_err(at(&file.file))?;
+            object::write(&file.file, file.size, &file.sha256, machine, &partial)
+                .map_err(at(&file.file))?;
             fs::rename(&partial, &path).map_err(at(&path))?;
             written += 1;
         }

@@ -1,11 +1,12 @@
-//! One large file as a relocatable ELF object (x86-64), written as a stream: the file is read
-//! in 1 MiB pieces, each hashed and written straight to the object (`tree::copy_hashing`), so
-//! memory stays at one piece whatever the file's size.
+//! One large file as a relocatable ELF object for x86-64 or AArch64 ([`Machine`]), written as a
+//! stream: the file is read in 1 MiB pieces, each hashed and written straight to the object
+//! (`tree::copy_hashing`), so memory stays at one piece whatever the file's size.
 //!
-//! The object: an ELF header, the file's bytes as the one allocated section
-//! (`.lrodata.chartreg`, read-only, x86-64 large data, page-aligned), an empty
-//! `.note.GNU-stack` (no executable stack), and a symbol table holding one global, hidden
-//! symbol (`chartreg_blob_<hex>`) over the whole section. The `object` crate's two-phase writer
+//! The object: an ELF header, the file's bytes as the one allocated section (read-only,
+//! page-aligned: `.lrodata.chartreg`, x86-64 large data, on x86-64; `.rodata.chartreg` on
+//! AArch64, which has no large data), an empty `.note.GNU-stack` (no executable stack), and a
+//! symbol table holding one global, hidden symbol (`chartreg_blob_<hex>`) over the whole
+//! section. The `object` crate's two-phase writer
 //! lays the file out before anything is written, so the section's place is known before its
 //! bytes stream through.
 
@@ -30,23 +31,70 @@ const SHF_X86_64_LARGE: u32 = 0x1000_0000;
 /// its start, see `link_args`) ends the writable data on a page boundary.
 const ALIGN: usize = 4096;
 
+/// The machines objects are written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Machine {
+    X86_64,
+    Aarch64,
+}
+
+impl Machine {
+    /// The machine of a Linux target, from cargo's `CARGO_CFG_TARGET_OS` and
+    /// `CARGO_CFG_TARGET_ARCH`; `None`: objects are not written for it.
+    pub fn of_target(os: &str, arch: &str) -> Option<Machine> {
+        match (os, arch) {
+            ("linux", "x86_64") => Some(Machine::X86_64),
+            ("linux", "aarch64") => Some(Machine::Aarch64),
+            _ => None,
+        }
+    }
+
+    /// The object's section name.
+    pub fn section(self) -> &'static str {
+        match self {
+            Machine::X86_64 => ".lrodata.chartreg",
+            Machine::Aarch64 => ".rodata.chartreg",
+        }
+    }
+
+    fn e_machine(self) -> u16 {
+        match self {
+            Machine::X86_64 => elf::EM_X86_64,
+            Machine::Aarch64 => elf::EM_AARCH64,
+        }
+    }
+
+    fn section_flags(self) -> u64 {
+        match self {
+            Machine::X86_64 => u64::from(elf::SHF_ALLOC | SHF_X86_64_LARGE),
+            Machine::Aarch64 => u64::from(elf::SHF_ALLOC),
+        }
+    }
+}
+
 /// The symbol naming the object of the file whose sha256 is `hex`.
 pub fn symbol(hex: &str) -> String {
     format!("chartreg_blob_{hex}")
 }
 
-/// Streams `source`, a file of `size` bytes whose sha256 is `sha256`, into a new object at
-/// `dest` under [`symbol`]. The bytes are hashed again on their way: a file that no longer has
+/// Streams `source`, a file of `size` bytes whose sha256 is `sha256`, into a new object for
+/// `machine` at `dest` under [`symbol`]. The bytes are hashed again on their way: a file that no longer has
 /// that size and digest changed while the build ran, and is an error (no object names bytes
 /// other than its digest's).
-pub fn write(source: &Path, size: u64, sha256: &[u8; 32], dest: &Path) -> io::Result<()> {
+pub fn write(
+    source: &Path,
+    size: u64,
+    sha256: &[u8; 32],
+    machine: Machine,
+    dest: &Path,
+) -> io::Result<()> {
     let mut input = File::open(source)?;
     let mut buffer = StreamingBuffer::new(BufWriter::with_capacity(PIECE, File::create(dest)?));
     let size_usize = usize::try_from(size).map_err(|_| io::Error::other("too large"))?;
     let name = symbol(&hex::encode(sha256));
     let mut w = Writer::new(Endianness::Little, true, &mut buffer);
     w.reserve_null_section_index();
-    let data_name = w.add_section_name(b".lrodata.chartreg");
+    let data_name = w.add_section_name(machine.section().as_bytes());
     let data_index = w.reserve_section_index();
     let stack_name = w.add_section_name(b".note.GNU-stack");
     w.reserve_section_index();
@@ -67,7 +115,7 @@ pub fn write(source: &Path, size: u64, sha256: &[u8; 32], dest: &Path) -> io::Re
         os_abi: elf::ELFOSABI_NONE,
         abi_version: 0,
         e_type: elf::ET_REL,
-        e_machine: elf::EM_X86_64,
+        e_machine: machine.e_machine(),
         e_entry: 0,
         e_flags: 0,
     })
@@ -95,7 +143,7 @@ pub fn write(source: &Path, size: u64, sha256: &[u8; 32], dest: &Path) -> io::Re
     w.write_section_header(&SectionHeader {
         name: Some(data_name),
         sh_type: elf::SHT_PROGBITS,
-        sh_flags: u64::from(elf::SHF_ALLOC | SHF_X86_64_LARGE),
+        sh_flags: machine.section_flags(),
         sh_addr: 0,
         sh_offset: data_offset as u64,
         sh_size: size,
@@ -146,6 +194,25 @@ mod tests {
 
     #[test]
     fn the_object_holds_the_file_under_its_digest() {
+        for (machine, architecture, name, flags) in [
+            (
+                Machine::X86_64,
+                object::Architecture::X86_64,
+                ".lrodata.chartreg",
+                elf::SHF_ALLOC | SHF_X86_64_LARGE,
+            ),
+            (
+                Machine::Aarch64,
+                object::Architecture::Aarch64,
+                ".rodata.chartreg",
+                elf::SHF_ALLOC,
+            ),
+        ] {
+            one_object(machine, architecture, name, flags);
+        }
+    }
+
+    fn one_object(machine: Machine, architecture: object::Architecture, name: &str, flags: u32) {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("layer");
         // Over two output buffers' worth, and not a whole number of them.
@@ -155,23 +222,19 @@ mod tests {
         std::fs::write(&source, &data).unwrap();
         let dest = dir.path().join("layer.o");
         let hash = sha256(&data);
-        write(&source, data.len() as u64, &hash, &dest).unwrap();
+        write(&source, data.len() as u64, &hash, machine, &dest).unwrap();
 
         let bytes = std::fs::read(&dest).unwrap();
         let elf = ElfFile64::<Endianness>::parse(bytes.as_slice()).unwrap();
-        assert_eq!(elf.architecture(), object::Architecture::X86_64);
+        assert_eq!(elf.architecture(), architecture);
         assert_eq!(elf.kind(), object::ObjectKind::Relocatable);
-        let section = elf.section_by_name(".lrodata.chartreg").unwrap();
+        let section = elf.section_by_name(name).unwrap();
         assert_eq!(section.data().unwrap(), data.as_slice());
         assert_eq!(section.align(), ALIGN as u64);
         let SectionFlags::Elf { sh_flags } = section.flags() else {
             panic!("ELF flags");
         };
-        assert_eq!(
-            sh_flags,
-            u64::from(elf::SHF_ALLOC | SHF_X86_64_LARGE),
-            "read-only, allocated, large"
-        );
+        assert_eq!(sh_flags, u64::from(flags), "read-only, allocated (large on x86-64)");
         assert!(elf.section_by_name(".note.GNU-stack").is_some());
         let symbols: Vec<_> = elf.symbols().collect();
         assert_eq!(symbols.len(), 1);
@@ -188,11 +251,12 @@ mod tests {
         let source = dir.path().join("layer");
         std::fs::write(&source, b"layer bytes").unwrap();
         let dest = dir.path().join("layer.o");
-        let e = write(&source, 11, &sha256(b"other bytes"), &dest).unwrap_err();
+        const X: Machine = Machine::X86_64;
+        let e = write(&source, 11, &sha256(b"other bytes"), X, &dest).unwrap_err();
         assert!(e.to_string().contains("changed while the build ran"), "{e}");
-        let e = write(&source, 10, &sha256(b"layer bytes"), &dest).unwrap_err();
+        let e = write(&source, 10, &sha256(b"layer bytes"), X, &dest).unwrap_err();
         assert!(e.to_string().contains("changed while the build ran"), "{e}");
-        let e = write(&source, 12, &sha256(b"layer bytes"), &dest).unwrap_err();
+        let e = write(&source, 12, &sha256(b"layer bytes"), X, &dest).unwrap_err();
         assert!(e.to_string().contains("changed while the build ran"), "{e}");
     }
 }

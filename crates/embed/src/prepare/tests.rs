@@ -34,7 +34,10 @@ fn options(folder: &Path, out: &Path, threshold: u64) -> Options {
     Options {
         folder: folder.to_owned(),
         out_dir: out.to_owned(),
-        link_threshold: Some(threshold),
+        link: Some(Link {
+            threshold,
+            machine: object::Machine::X86_64,
+        }),
     }
 }
 
@@ -158,11 +161,11 @@ fn without_linking_every_file_is_embedded() {
     let (_dir, folder, out) = folders();
     layout(&folder, "demo/a", &layer(5000, 4));
     let mut options = options(&folder, &out, 0);
-    options.link_threshold = None;
+    options.link = None;
     let prepared = run(&options).unwrap();
     assert!(prepared.objects.is_empty());
     assert_eq!(fs::read_to_string(out.join("linked.rs")).unwrap(), "&[\n]");
-    assert!(link_args(&prepared.objects).is_empty());
+    assert!(link_args(&prepared.objects, object::Machine::X86_64).is_empty());
 }
 
 #[cfg(unix)]
