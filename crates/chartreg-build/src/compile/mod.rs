@@ -43,10 +43,12 @@ pub enum Error {
     )]
     NoRust { tool: PathBuf, why: ToolFailure },
     #[error(
-        "the Rust standard library for {target} is not installed ({why}): `rustup target add {target}`"
+        "the Rust standard library for {target} is not installed ({why}): `rustup target add {target}`, or Debian's Rust (Debian 12, from bookworm-security: dpkg --add-architecture {arch} && apt-get update && apt-get install rustc-web libstd-rust-web-dev:{arch})"
     )]
     NoStd {
         target: &'static str,
+        /// The target's Debian architecture.
+        arch: &'static str,
         why: ToolFailure,
     },
     #[error(
@@ -169,8 +171,7 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
         .ok()
         .filter(|p| p.is_dir())
         .ok_or_else(|| Error::NoContent(request.assets.clone()))?;
-    let toolchain = Toolchain::find()?;
-    toolchain.check(request.target)?;
+    let toolchain = Toolchain::for_target(request.target)?;
     let kit = Kit::find(request.kit.as_deref())?;
     let target_dir = cache_dir(request.cache.as_deref(), &kit)?;
     std::fs::create_dir_all(&target_dir).map_err(|source| Error::Io {
@@ -204,13 +205,22 @@ pub fn compile(request: &Request) -> Result<Report, Error> {
         // Its stderr is a pipe to this process, which forwards it to a terminal.
         cargo = cargo.env("CARGO_TERM_COLOR", "always");
     }
+    if toolchain.rustc_for_cargo {
+        cargo = cargo.env("RUSTC", &toolchain.rustc);
+    }
     if toolchain.host != triple {
-        let var = format!(
-            "CARGO_TARGET_{}_LINKER",
-            triple.to_uppercase().replace('-', "_")
-        );
-        if std::env::var_os(&var).is_none() {
-            cargo = cargo.env(var, request.target.c_compiler(&toolchain.host));
+        // The cross C compiler links, and compiles the target's C code (cc-rs: ring).
+        let cc = request.target.c_compiler(&toolchain.host);
+        for var in [
+            format!(
+                "CARGO_TARGET_{}_LINKER",
+                triple.to_uppercase().replace('-', "_")
+            ),
+            format!("CC_{}", triple.replace('-', "_")),
+        ] {
+            if std::env::var_os(&var).is_none() {
+                cargo = cargo.env(var, cc);
+            }
         }
     }
     let status = cargo.run().map_err(Error::CargoRun)?.status;

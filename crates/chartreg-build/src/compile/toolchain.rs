@@ -4,6 +4,12 @@
 //! the static C library (the server is linked with `crt-static`, so the image needs nothing
 //! else).
 //!
+//! The standard library for the other platform comes from rustup (`rustup target add`) or from
+//! Debian's own Rust (`rustc-web` with `libstd-rust-web-dev:ARCH`, in bookworm-security, for
+//! every architecture; its rustc is `/usr/bin/rustc`, its sysroot `/usr`). When `$RUSTC` is not
+//! set and the rustc on the `PATH` has no library for the target, Debian's is used if it has
+//! one ([`Toolchain::for_target`]), and cargo is told so (`RUSTC`).
+//!
 //! [`Target`] maps the image platforms the server is built for (`linux/amd64`, `linux/arm64`)
 //! to Rust target triples and to the C compiler that links for each.
 
@@ -52,6 +58,14 @@ impl Target {
         }
     }
 
+    /// The Debian architecture (`dpkg --print-architecture`).
+    fn debian_arch(self) -> &'static str {
+        match self {
+            Target::Amd64 => "amd64",
+            Target::Arm64 => "arm64",
+        }
+    }
+
     /// The Debian packages holding that compiler and the static C library.
     fn c_packages(self, host: &str) -> &'static str {
         if host == self.triple() {
@@ -90,13 +104,49 @@ pub struct Toolchain {
     pub host: String,
     /// `rustc --version`.
     pub version: String,
+    /// Whether cargo is to be given `rustc` as `RUSTC`: it is Debian's, chosen because the one
+    /// found first has no standard library for the target.
+    pub rustc_for_cargo: bool,
 }
+
+/// Debian's rustc (`rustc-web`), whose sysroot `/usr` holds the standard library of each
+/// architecture whose `libstd-rust-web-dev` is installed.
+pub const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
 
 impl Toolchain {
     /// cargo and rustc, from `$CARGO`/`$RUSTC` or the `PATH`.
     pub fn find() -> Result<Toolchain, Error> {
+        Toolchain::with_rustc(tool("RUSTC", "rustc"))
+    }
+
+    /// [`Toolchain::find`]'s, checked for `target` ([`Toolchain::check`]); when it has no
+    /// standard library for `target` and `$RUSTC` is not set, Debian's rustc
+    /// ([`DEBIAN_RUSTC`]) instead if that has one.
+    pub fn for_target(target: Target) -> Result<Toolchain, Error> {
+        let found = Toolchain::find()?;
+        let missing = match found.check(target) {
+            Err(e @ Error::NoStd { .. }) => e,
+            checked => return checked.map(|()| found),
+        };
+        let rustc_given = std::env::var_os("RUSTC").is_some_and(|v| !v.is_empty());
+        if rustc_given || found.rustc == Path::new(DEBIAN_RUSTC) {
+            return Err(missing);
+        }
+        match Toolchain::with_rustc(PathBuf::from(DEBIAN_RUSTC)) {
+            Ok(debian) if debian.has_std(target).is_ok() => {
+                debian.check(target)?;
+                Ok(Toolchain {
+                    rustc_for_cargo: true,
+                    ..debian
+                })
+            }
+            _ => Err(missing),
+        }
+    }
+
+    /// `$CARGO` (else cargo on the `PATH`) with `rustc`, each checked to run.
+    fn with_rustc(rustc: PathBuf) -> Result<Toolchain, Error> {
         let cargo = tool("CARGO", "cargo");
-        let rustc = tool("RUSTC", "rustc");
         let verbose = run(&rustc, &["-vV"]).map_err(|why| Error::NoRust {
             tool: rustc.clone(),
             why,
@@ -121,19 +171,23 @@ impl Toolchain {
             rustc,
             host,
             version,
+            rustc_for_cargo: false,
         })
     }
 
-    /// Checks that `target` can be compiled and linked statically here.
-    pub fn check(&self, target: Target) -> Result<(), Error> {
+    /// Whether this rustc has the standard library for `target` (the folder
+    /// `rustc --print target-libdir` names holds a `libstd-*`).
+    fn has_std(&self, target: Target) -> Result<(), Error> {
+        let no_std = |why| Error::NoStd {
+            target: target.triple(),
+            arch: target.debian_arch(),
+            why,
+        };
         let libdir = run(
             &self.rustc,
             &["--print", "target-libdir", "--target", target.triple()],
         )
-        .map_err(|why| Error::NoStd {
-            target: target.triple(),
-            why,
-        })?;
+        .map_err(no_std)?;
         let libdir = PathBuf::from(libdir.trim());
         let has_std = std::fs::read_dir(&libdir).is_ok_and(|entries| {
             entries
@@ -141,11 +195,14 @@ impl Toolchain {
                 .any(|e| e.file_name().to_string_lossy().starts_with("libstd-"))
         });
         if !has_std {
-            return Err(Error::NoStd {
-                target: target.triple(),
-                why: ToolFailure::NoLibstd(libdir),
-            });
+            return Err(no_std(ToolFailure::NoLibstd(libdir)));
         }
+        Ok(())
+    }
+
+    /// Checks that `target` can be compiled and linked statically here.
+    pub fn check(&self, target: Target) -> Result<(), Error> {
+        self.has_std(target)?;
         let cc = PathBuf::from(target.c_compiler(&self.host));
         let packages = target.c_packages(&self.host);
         run(&cc, &["--version"]).map_err(|why| Error::NoLinker {
@@ -309,6 +366,30 @@ mod tests {
     #[case("LD_PRELOAD", false)]
     fn the_toolchain_is_given_only_its_own_variables(#[case] key: &str, #[case] passed: bool) {
         assert_eq!(passes_to_toolchain(key), passed);
+    }
+
+    #[rstest]
+    #[case(Target::Arm64, "libstd-rust-web-dev:arm64", "--add-architecture arm64")]
+    #[case(Target::Amd64, "libstd-rust-web-dev:amd64", "--add-architecture amd64")]
+    fn a_missing_standard_library_names_rustup_and_debians_packages(
+        #[case] target: Target,
+        #[case] package: &str,
+        #[case] architecture: &str,
+    ) {
+        let message = Error::NoStd {
+            target: target.triple(),
+            arch: target.debian_arch(),
+            why: ToolFailure::NoLibstd(PathBuf::from("/nowhere")),
+        }
+        .to_string();
+        for part in [
+            &format!("rustup target add {}", target.triple()),
+            "rustc-web",
+            package,
+            architecture,
+        ] {
+            assert!(message.contains(part), "{part} in: {message}");
+        }
     }
 
     #[test]
