@@ -1,4 +1,4 @@
-# Sourced by scripts/install-tools.sh and scripts/install-bench-tools.sh (not run on its own).
+# Sourced by scripts/install-tools.sh, scripts/install-cross.sh and scripts/install-bench-tools.sh (not run on its own).
 #
 #   apt_install_no_services PACKAGE...
 #
