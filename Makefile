@@ -87,6 +87,48 @@ builder-image: dist
 	scripts/make-builder-image.sh \
 		target/dist/chartreg-build-$(VERSION)-$(shell uname -m)-linux.tar.xz target/dist/builder-oci
 
+# linux/arm64 beside linux/amd64, from this amd64 machine: Debian's Rust (rustc-web) with the
+# aarch64 standard library, the aarch64 cross gcc and qemu-user (scripts/install-tools.sh).
+# `make build-arm64` compiles the server of the same content for linux/arm64
+# ($(TARGET_DIR)/server/chartreg.linux-arm64; objects for large files at ARM64_LINK_THRESHOLD
+# bytes and more: small, so that the sample content's layers take that path too);
+# `make image-multiplatform` writes one image index of both platforms to
+# target/image-multiplatform/oci (tag in target/image-multiplatform/tag), as `make image` writes
+# one; `make test-arm64` runs the arm64 server under qemu-user against Helm 3 and 4, skopeo,
+# curl and containerd (tests/arm64.rs), not part of `make test` (a cold aarch64 compile is
+# another ~20 minutes on two cores: see docs/building.md).
+BIN_ARM64 = $(TARGET_DIR)/server/chartreg.linux-arm64
+ARM64_LINK_THRESHOLD ?= 8192
+.PHONY: build-arm64 image-multiplatform test-arm64
+build-arm64: build-tool kit
+	CHARTREG_LINK_THRESHOLD=$(ARM64_LINK_THRESHOLD) '$(BUILD_TOOL)' build --config $(CONTENT) \
+		--kit '$(KIT)' --out '$(BIN_ARM64)' --cache '$(KIT_CACHE)' --platform linux/arm64
+image-multiplatform: build build-arm64
+	SERVER_BIN_ARM64='$(BIN_ARM64)' IMAGE_OUT=target/image-multiplatform $(BUILD_IMAGE)
+test-arm64: tools image-multiplatform
+	CHARTREG_STATIC_BIN='$(BIN)' CHARTREG_ARM64_BIN='$(BIN_ARM64)' \
+		$(CARGO) test --release -p chartreg-bin --test arm64 -- --ignored
+# The build tool for aarch64 build machines, cross-compiled here as the arm64 server is
+# (Debian's rustc, the aarch64 cross gcc; linked dynamically against glibc, as the x86_64 one),
+# and its release archive, target/dist/chartreg-build-VERSION-aarch64-linux.tar.xz (the same
+# kit, chart and licences as `make dist`'s). Not part of `make test` (another cold compile).
+BUILD_TOOL_AARCH64 = $(TARGET_DIR)/aarch64-unknown-linux-gnu/release/chartreg-build
+.PHONY: build-tool-aarch64 dist-aarch64
+build-tool-aarch64:
+	RUSTC=/usr/bin/rustc CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+		CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
+		$(CARGO) build --quiet --release -p chartreg-build --target aarch64-unknown-linux-gnu
+dist-aarch64: build-tool-aarch64
+	CARGO=$(CARGO) scripts/make-dist.sh '$(BUILD_TOOL_AARCH64)' target/dist
+
+# The largest content the arm64 server builds with and serves under qemu-user: image sets of
+# ARM64_GIB GiB each (bench/arm64-large.sh: compile time and peak memory, binary size, the 1 GiB
+# layer served byte-exact). Not part of `make test`.
+ARM64_GIB ?= 1 2 3
+.PHONY: arm64-large
+arm64-large: build-arm64
+	bench/arm64-large.sh '$(KIT)' '$(KIT_CACHE)' $(ARM64_GIB)
+
 # Serve the embedded charts on $(LISTEN).
 run: build
 	'$(BIN)' serve --listen $(LISTEN)

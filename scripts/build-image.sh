@@ -27,6 +27,9 @@
 #    --isolation chroot, which work without a daemon or cgroups); the build context is
 #    target/image/bin alone.
 #
+# With SERVER_BIN_ARM64 (the same content's server for linux/arm64: make image-multiplatform),
+# chartreg-build writes an image index of linux/amd64 and linux/arm64 instead.
+#
 # Settings (environment): IMAGE_TAG, IMAGE_SOURCE, IMAGE_OUT, IMAGE_BASE (scratch by default,
 # since no registry is reachable here; a distroless layout, or with an engine
 # gcr.io/distroless/static-debian12:nonroot, elsewhere), SOURCE_DATE_EPOCH (the `created` label
@@ -34,7 +37,7 @@
 set -euo pipefail
 # Relative folders are the caller's, as cargo takes them.
 absolute() { if [[ "$1" == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$PWD" "$1"; fi; }
-for name in SERVER_BIN IMAGE_OUT; do
+for name in SERVER_BIN SERVER_BIN_ARM64 IMAGE_OUT; do
     if [[ -n "${!name:-}" ]]; then export "$name=$(absolute "${!name}")"; fi
 done
 cd "$(dirname "$0")/.."
@@ -101,6 +104,13 @@ case "$ENGINE" in
     chartreg-build)
         [[ -x "${BUILD_TOOL:-}" ]] || die "BUILD_TOOL must name chartreg-build (make image passes it)"
         WRITER=(--binary "$BIN" --content-digest "$CONTENT" --tag "$TAG" --out "$OUT/oci")
+        if [[ -n "${SERVER_BIN_ARM64:-}" ]]; then
+            # An image index of both platforms: the arm64 server of the same content beside.
+            [[ "$ARCH" == amd64 ]] || die "SERVER_BIN_ARM64 is for an amd64 build machine"
+            [[ -x "$SERVER_BIN_ARM64" ]] || die "SERVER_BIN_ARM64=$SERVER_BIN_ARM64 is not an executable"
+            WRITER=(--binary "linux/amd64=$BIN" --binary "linux/arm64=$SERVER_BIN_ARM64"
+                    "${WRITER[@]:2}")
+        fi
         [[ "$BASE" == scratch ]] || WRITER+=(--base "$BASE")
         [[ -z "$REVISION" ]] || WRITER+=(--label "org.opencontainers.image.revision=$REVISION")
         [[ -z "$SOURCE" ]] || WRITER+=(--label "org.opencontainers.image.source=$SOURCE")

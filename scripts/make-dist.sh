@@ -7,7 +7,8 @@
 # without .git), and OUT_DIR/chartreg-build-VERSION-ARCH-linux.tar.xz, which unpacks into one folder,
 # chartreg-build-VERSION-ARCH-linux/, holding
 #   bin/chartreg-build     the build tool (BUILD_TOOL: the release binary; it links the C library
-#                          dynamically, glibc 2.36 or later, as Debian 12 has)
+#                          dynamically, glibc 2.36 or later, as Debian 12 has); ARCH is the
+#                          machine it was built for (x86_64, or aarch64 cross-compiled)
 #   share/chartreg/kit/    the server kit (scripts/make-kit.sh: the server's crates and the
 #                          source of every dependency a Linux build compiles), found by the
 #                          tool beside itself
@@ -30,11 +31,14 @@ log() { printf '[dist] %s\n' "$*" >&2; }
 [[ -x "$TOOL" ]] || { log "error: $TOOL is not an executable (make build-tool builds it)"; exit 1; }
 
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-case "$(uname -m)" in
-    x86_64) ARCH=x86_64 ;;
-    aarch64) ARCH=aarch64 ;;
-    *) log "error: no release archive for $(uname -m)"; exit 1 ;;
+# The archive is named for the machine the tool was built for (its ELF header), which is this
+# one's or, cross-compiled (make dist-aarch64), another; its own strip removes the symbols.
+case "$(LC_ALL=C readelf -h "$TOOL" | sed -n 's/^ *Machine: *//p')" in
+    *X86-64*) ARCH=x86_64 STRIP=strip ;;
+    AArch64) ARCH=aarch64 STRIP=strip ;;
+    *) log "error: $TOOL is built for no machine a release archive is made for"; exit 1 ;;
 esac
+if [[ "$ARCH" != "$(uname -m)" ]]; then STRIP=$ARCH-linux-gnu-strip; fi
 NAME=chartreg-build-$VERSION-$ARCH-linux
 if [[ "$(git rev-parse --show-toplevel 2>/dev/null)" == "$(pwd -P)" ]]; then
     EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
@@ -73,7 +77,7 @@ tarball "$SRC" | gzip -9 -n >"$STAGE/src.tar.gz"
 
 mkdir -p "$STAGE/$NAME/bin" "$STAGE/$NAME/share/chartreg"
 # Without its symbols (20 MB -> 16 MB): a panic's backtrace shows addresses only.
-strip -o "$STAGE/$NAME/bin/chartreg-build" "$TOOL"
+"$STRIP" -o "$STAGE/$NAME/bin/chartreg-build" "$TOOL"
 cp "$STAGE/$SRC/LICENSE" "$STAGE/$SRC/README.md" "$STAGE/$NAME/"
 VENDOR_FILTERER=$(scripts/cargo-vendor-filterer.sh) \
     "$STAGE/$SRC/scripts/make-kit.sh" "$STAGE/$NAME/share/chartreg/kit"

@@ -234,7 +234,11 @@ mod tests {
         let SectionFlags::Elf { sh_flags } = section.flags() else {
             panic!("ELF flags");
         };
-        assert_eq!(sh_flags, u64::from(flags), "read-only, allocated (large on x86-64)");
+        assert_eq!(
+            sh_flags,
+            u64::from(flags),
+            "read-only, allocated (large on x86-64)"
+        );
         assert!(elf.section_by_name(".note.GNU-stack").is_some());
         let symbols: Vec<_> = elf.symbols().collect();
         assert_eq!(symbols.len(), 1);
