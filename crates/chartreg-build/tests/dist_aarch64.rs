@@ -97,7 +97,11 @@ fn the_aarch64_archive_inits_packs_and_fetches_under_qemu() {
     assert!(team.join("content.yaml").is_file());
     let hello = common::read(&root().join("charts/hello-1.0.0.tgz"));
     fs::write(team.join("charts/hello-1.0.0.tgz"), &hello).unwrap();
-    let packed = tool(&bin, &team, &["pack", "--config", "content.yaml", "--out", "assets"]);
+    let packed = tool(
+        &bin,
+        &team,
+        &["pack", "--config", "content.yaml", "--out", "assets"],
+    );
     assert!(
         team.join("assets/charts/hello/index.json").is_file(),
         "pack wrote the chart's layout: {}",
@@ -121,7 +125,11 @@ fn the_aarch64_archive_inits_packs_and_fetches_under_qemu() {
         format!("chartURLs:\n  - oci://{host}/charts/hello:1.0.0\n"),
     )
     .unwrap();
-    let fetched = tool(&bin, &team, &["fetch", "--helm-charts-file", "charts-list.yaml"]);
+    let fetched = tool(
+        &bin,
+        &team,
+        &["fetch", "--helm-charts-file", "charts-list.yaml"],
+    );
     assert!(
         String::from_utf8_lossy(&fetched.stdout).contains("fetched 1 charts"),
         "{}",
