@@ -88,7 +88,8 @@ builder-image: dist
 		target/dist/chartreg-build-$(VERSION)-$(shell uname -m)-linux.tar.xz target/dist/builder-oci
 
 # linux/arm64 beside linux/amd64, from this amd64 machine: Debian's Rust (rustc-web) with the
-# aarch64 standard library, the aarch64 cross gcc and qemu-user (scripts/install-tools.sh).
+# aarch64 standard library, the aarch64 cross gcc and qemu-user (`make tools-cross`:
+# scripts/install-cross.sh).
 # `make build-arm64` compiles the server of the same content for linux/arm64
 # ($(TARGET_DIR)/server/chartreg.linux-arm64; objects for large files at ARM64_LINK_THRESHOLD
 # bytes and more: small, so that the sample content's layers take that path too);
@@ -101,8 +102,10 @@ builder-image: dist
 # and the link.
 BIN_ARM64 = $(TARGET_DIR)/server/chartreg.linux-arm64
 ARM64_LINK_THRESHOLD ?= 8192
-.PHONY: build-arm64 image-multiplatform test-arm64
-build-arm64: build-tool kit
+.PHONY: tools-cross build-arm64 image-multiplatform test-arm64
+tools-cross:
+	scripts/install-cross.sh
+build-arm64: tools-cross build-tool kit
 	CHARTREG_LINK_THRESHOLD=$(ARM64_LINK_THRESHOLD) '$(BUILD_TOOL)' build --config $(CONTENT) \
 		--kit '$(KIT)' --out '$(BIN_ARM64)' --cache '$(KIT_CACHE)' --platform linux/arm64
 image-multiplatform: build build-arm64
@@ -117,7 +120,7 @@ test-arm64: tools image-multiplatform
 # `make test-dist-aarch64` runs its tool under qemu-user.
 BUILD_TOOL_AARCH64 = $(TARGET_DIR)/aarch64-unknown-linux-gnu/release/chartreg-build
 .PHONY: build-tool-aarch64 dist-aarch64
-build-tool-aarch64:
+build-tool-aarch64: tools-cross
 	RUSTC=/usr/bin/rustc CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
 		CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
 		$(CARGO) build --quiet --release -p chartreg-build --target aarch64-unknown-linux-gnu
