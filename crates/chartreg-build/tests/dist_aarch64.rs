@@ -1,9 +1,11 @@
 //! The release archive for aarch64 build machines (`make dist-aarch64`:
 //! `target/dist/chartreg-build-VERSION-aarch64-linux.tar.xz`, the build tool cross-compiled
 //! here), unpacked outside the tree and checked by its sums; its tool, an aarch64 program run
-//! under qemu-user (`qemu-aarch64-static -L /usr/aarch64-linux-gnu`: it links glibc
-//! dynamically, as the x86_64 one does), starts a content repository (`init`), packs it, and
-//! fetches a chart that Helm pushed to CNCF distribution, byte for byte.
+//! under qemu-user (`qemu-aarch64-static`, with Debian's libc6:arm64 installed beside the
+//! host's: it links glibc dynamically, as the x86_64 one does; the cross packages' copy, given
+//! with `qemu -L /usr/aarch64-linux-gnu`, hangs in pthread_create), starts a content
+//! repository (`init`), packs it, and fetches a chart that Helm pushed to CNCF distribution,
+//! byte for byte.
 //!
 //! Run by `make test-dist-aarch64`, not by `make test` (every test here is `#[ignore]`d): the
 //! tool's cross compile is a cold compile of its own.
@@ -34,9 +36,8 @@ fn archive() -> PathBuf {
 /// The unpacked tool, run under qemu-user in `dir`.
 fn tool(bin: &Path, dir: &Path, args: &[&str]) -> Output {
     let qemu = common::tool("qemu-aarch64-static")
-        .expect("qemu-aarch64-static (qemu-user-static; scripts/install-tools.sh installs it)");
+        .expect("qemu-aarch64-static (qemu-user-static; make tools-cross installs it)");
     let out = Command::new(qemu)
-        .args(["-L", "/usr/aarch64-linux-gnu"])
         .arg(bin)
         .args(args)
         .current_dir(dir)
