@@ -3,15 +3,20 @@
 //! (`binary::inspect`), never found through PATH:
 //!
 //! - its content digest (`ls --content-digest`), unless `--content-digest` gives it;
-//! - its SBOMs (`ls --sbom spdx`, `ls --sbom cyclonedx`), unless `--sbom FILE` gives them (an
-//!   SPDX 2.3 or a CycloneDX 1.x JSON document, each recognised by its head, each format
-//!   once) or `--no-sbom` leaves them out; each checked to be the format it is attached as;
+//! - the SBOMs of each platform's binary (`ls --sbom spdx`, `ls --sbom cyclonedx`): the
+//!   binary for this machine run as it is, another platform's under qemu-user
+//!   (`qemu-<arch>-static`, or `qemu-<arch>`, from PATH: the one program found through PATH,
+//!   given the binary as its argument), since each platform's binary carries the crates of its
+//!   own target; unless `--sbom FILE` gives them for the image (an SPDX 2.3 or a CycloneDX
+//!   1.x JSON document, each recognised by its head, each format once) or `--no-sbom` leaves
+//!   them out; each checked to be the format it is attached as;
 //! - its content listing ([`super::listing`]: `--version`, `ls --content-digest`, `ls --json`),
 //!   unless `--listing FILE` gives it (a listing an image carries, from an image of the same
 //!   content built where the binary runs) or `--no-listing` leaves it out; either way its
 //!   content digest must be the image's.
 //!
-//! With no binary for this machine, each names the flag that gives what it would have asked.
+//! With no binary for this machine (or, for the SBOMs, no qemu-user for another platform's),
+//! each names the flag that gives what it would have asked.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +27,7 @@ use super::Sbom;
 use super::binary::{self, Binary, host_platform};
 use super::listing::{self, Listing};
 use crate::bounded::{Bounded, BoundedError, Limits};
+use chartreg_core::oci::layout::Platform;
 
 /// The bounds of asking for the content digest: the binary reads its embedded content's facts
 /// (a few MiB at most) and prints one line.
@@ -55,6 +61,16 @@ pub enum AskError {
         given: String,
         what: &'static str,
         remedy: &'static str,
+    },
+    #[error(
+        "the {platform} binary {} cannot run on this machine ({host}) to be asked for its SBOMs: neither {name}-static nor {name} is on the PATH (Debian: qemu-user-static): {SBOM_REMEDY}",
+        path.display()
+    )]
+    NoEmulator {
+        platform: String,
+        path: PathBuf,
+        host: String,
+        name: String,
     },
     #[error(transparent)]
     Binary(#[from] super::Error),
@@ -156,7 +172,22 @@ fn ask(
     limits: Limits,
 ) -> Result<(PathBuf, Vec<u8>), AskError> {
     let binary = host_binary(binaries, what, remedy)?;
-    let output = Bounded::new(&binary.path, limits)
+    run(binary, None, asked, remedy, limits)
+}
+
+/// What `binary` prints when `asked`, run by `emulator` (qemu-user) when given.
+fn run(
+    binary: &Binary,
+    emulator: Option<&Path>,
+    asked: &'static str,
+    remedy: &'static str,
+    limits: Limits,
+) -> Result<(PathBuf, Vec<u8>), AskError> {
+    let bounded = match emulator {
+        None => Bounded::new(&binary.path, limits),
+        Some(qemu) => Bounded::new(qemu, limits).arg(&binary.path),
+    };
+    let output = bounded
         .args(asked.split(' '))
         .run()
         .map_err(|source| AskError::Run {
@@ -176,6 +207,52 @@ fn ask(
         });
     }
     Ok((binary.path.clone(), output.stdout))
+}
+
+/// The qemu-user program that runs `binary` on this machine to be asked for its SBOMs: `None`
+/// when it is built for this machine (its ELF header), else `qemu-<arch>-static` or
+/// `qemu-<arch>` found on the PATH for the architecture it is built for. The binary is
+/// checked to be a static ELF executable either way.
+fn emulator_for(binary: &Binary) -> Result<Option<PathBuf>, AskError> {
+    let (machine, _) = binary::machine(binary)?;
+    let host = host_platform();
+    let arch = machine.unwrap_or(binary.platform.architecture.as_str());
+    if host.as_ref().is_some_and(|h| h.architecture == arch) {
+        return Ok(None);
+    }
+    let name = qemu_name(arch);
+    let static_name = format!("{name}-static");
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path).find_map(|dir| {
+            [&static_name, &name]
+                .into_iter()
+                .map(|n| dir.join(n))
+                .find(|p| p.is_absolute() && p.is_file())
+        })
+    });
+    match found {
+        Some(qemu) => Ok(Some(qemu)),
+        None => Err(AskError::NoEmulator {
+            platform: binary.platform.to_string(),
+            path: binary.path.clone(),
+            host: host.map_or_else(|| std::env::consts::ARCH.to_owned(), |h| h.to_string()),
+            name,
+        }),
+    }
+}
+
+/// qemu-user's program name for an architecture in the image spec's words (`qemu-aarch64`
+/// for arm64).
+fn qemu_name(architecture: &str) -> String {
+    let arch = match architecture {
+        "amd64" => "x86_64",
+        "arm64" => "aarch64",
+        "386" => "i386",
+        "ppc64le" => "ppc64le",
+        "loong64" => "loongarch64",
+        other => other,
+    };
+    format!("qemu-{arch}")
 }
 
 /// What the binary for this machine prints for `ls --content-digest`.
@@ -282,8 +359,9 @@ fn format_of(data: &[u8]) -> Result<(&'static str, &'static str), FormatError> {
     }
 }
 
-/// The SBOMs to attach: none with `none` (`--no-sbom`), the `files` given, else the SPDX and
-/// CycloneDX documents the binary for this machine prints.
+/// The SBOMs to attach: none with `none` (`--no-sbom`), the `files` given (about the image:
+/// what `index.json` lists), else the SPDX and CycloneDX documents each binary prints, about
+/// its platform's manifest (with one binary: the image).
 pub(super) fn sboms(
     binaries: &[Binary],
     files: &[PathBuf],
@@ -311,16 +389,43 @@ pub(super) fn sboms(
                     second: path.clone(),
                 });
             }
-            given.push((Sbom { media_type, data }, path));
+            given.push((
+                Sbom {
+                    media_type,
+                    data,
+                    platform: None,
+                },
+                path,
+            ));
         }
         return Ok(given.into_iter().map(|(sbom, _)| sbom).collect());
     }
+    let mut printed = Vec::new();
+    // Every binary's runner first: a missing qemu-user fails before anything runs.
+    let runners = binaries
+        .iter()
+        .map(|binary| Ok((binary, emulator_for(binary)?)))
+        .collect::<Result<Vec<_>, AskError>>()?;
+    for (binary, emulator) in &runners {
+        let platform = (binaries.len() > 1).then(|| binary.platform.clone());
+        printed.extend(sboms_of(binary, emulator.as_deref(), platform)?);
+    }
+    Ok(printed)
+}
+
+/// The SPDX and CycloneDX documents `binary` prints (run by `emulator` when given), about
+/// `platform`'s manifest.
+fn sboms_of(
+    binary: &Binary,
+    emulator: Option<&Path>,
+    platform: Option<Platform>,
+) -> Result<Vec<Sbom>, AskError> {
     let mut printed = Vec::new();
     for (asked, wanted) in [
         ("ls --sbom spdx", SPDX_JSON),
         ("ls --sbom cyclonedx", CYCLONEDX_JSON),
     ] {
-        let (path, stdout) = ask(binaries, asked, "SBOM", SBOM_REMEDY, SBOM_LIMITS)?;
+        let (path, stdout) = run(binary, emulator, asked, SBOM_REMEDY, SBOM_LIMITS)?;
         let format = if wanted == SPDX_JSON {
             "SPDX 2.3"
         } else {
@@ -330,6 +435,7 @@ pub(super) fn sboms(
             Ok((media_type, _)) if media_type == wanted => printed.push(Sbom {
                 media_type,
                 data: stdout,
+                platform: platform.clone(),
             }),
             Ok((_, other)) => {
                 return Err(AskError::SbomPrinted {
@@ -356,6 +462,19 @@ pub(super) fn sboms(
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[rstest]
+    #[case("arm64", "qemu-aarch64")]
+    #[case("amd64", "qemu-x86_64")]
+    #[case("386", "qemu-i386")]
+    #[case("arm", "qemu-arm")]
+    #[case("ppc64le", "qemu-ppc64le")]
+    #[case("s390x", "qemu-s390x")]
+    #[case("riscv64", "qemu-riscv64")]
+    #[case("loong64", "qemu-loongarch64")]
+    fn qemu_names(#[case] architecture: &str, #[case] name: &str) {
+        assert_eq!(qemu_name(architecture), name);
+    }
 
     #[rstest]
     #[case(r#"{"spdxVersion":"SPDX-2.3"}"#, Ok(SPDX_JSON))]

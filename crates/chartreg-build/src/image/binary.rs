@@ -167,6 +167,21 @@ fn headers<H: FileHeader<Endian = Endianness>>(
 /// Checks that `binary` is a statically linked ELF executable (see the module doc); returns a
 /// warning when it is built for another machine than its platform.
 pub fn inspect(binary: &Binary) -> Result<Option<Warning>, Error> {
+    let (machine, number) = machine(binary)?;
+    if machine == Some(binary.platform.architecture.as_str()) {
+        return Ok(None);
+    }
+    Ok(Some(Warning::Machine {
+        path: binary.path.clone(),
+        platform: binary.platform.to_string(),
+        machine: machine.map_or_else(|| format!("ELF machine {number}"), str::to_owned),
+    }))
+}
+
+/// Checks that `binary` is a statically linked ELF executable; returns the architecture it is
+/// built for, in the image spec's words (`None`: one it has no word for), and its ELF machine
+/// number.
+pub fn machine(binary: &Binary) -> Result<(Option<&'static str>, u16), Error> {
     let path = &binary.path;
     let file = File::open(path).map_err(|source| Error::Binary {
         path: path.clone(),
@@ -201,15 +216,10 @@ pub fn inspect(binary: &Binary) -> Result<Option<Warning>, Error> {
             interpreter,
         });
     }
-    let machine = architecture_of(headers.machine, class_64, headers.big_endian);
-    if machine == Some(binary.platform.architecture.as_str()) {
-        return Ok(None);
-    }
-    Ok(Some(Warning::Machine {
-        path: path.clone(),
-        platform: binary.platform.to_string(),
-        machine: machine.map_or_else(|| format!("ELF machine {}", headers.machine), str::to_owned),
-    }))
+    Ok((
+        architecture_of(headers.machine, class_64, headers.big_endian),
+        headers.machine,
+    ))
 }
 
 #[cfg(test)]

@@ -231,16 +231,18 @@ pub struct SignatureTag {
 }
 
 /// An artifact about the image, attached as a referrer: its type (the artifactType and the
-/// layer's media type), its bytes, and the manifest's annotations.
+/// layer's media type), its bytes, the manifest's annotations, and the platform whose manifest
+/// it refers to (`None`, or a platform the image does not have: what `index.json` lists).
 #[derive(Debug, Clone)]
 pub struct Attachment {
     pub artifact_type: &'static str,
     pub data: Vec<u8>,
     pub annotations: Annotations,
+    pub about: Option<Platform>,
 }
 
 /// Lays out `images` in a layout folder named `leaf`, tagged `tag`, with `attachments`
-/// referring to what `index.json` lists, signed as `signing` says when given (see the module
+/// referring to what `index.json` lists or to a platform's manifest, signed as `signing` says when given (see the module
 /// doc, step 3).
 pub fn assemble(
     leaf: &str,
@@ -301,10 +303,15 @@ pub fn assemble(
         let layer = layout.blob(attachment.artifact_type, attachment.data.clone());
         let mut manifest = ImageManifest::new(config, vec![layer]);
         manifest.artifact_type = Some(attachment.artifact_type.to_owned());
+        let subject = attachment
+            .about
+            .as_ref()
+            .and_then(|about| manifests.iter().find(|(p, _)| p == about))
+            .map_or(&top, |(_, d)| d);
         manifest.subject = Some(Descriptor::new(
-            &top.media_type,
-            top.digest.clone(),
-            top.size,
+            &subject.media_type,
+            subject.digest.clone(),
+            subject.size,
         ));
         manifest.annotations = attachment.annotations.clone();
         let mut descriptor = layout.manifest(media_type::OCI_MANIFEST, &manifest);

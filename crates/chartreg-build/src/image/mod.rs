@@ -85,11 +85,13 @@ pub struct ImageRequest {
     pub tag_file: Option<PathBuf>,
 }
 
-/// An SBOM to attach: its media type (the referrer's artifactType) and its bytes.
+/// An SBOM to attach: its media type (the referrer's artifactType), its bytes, and the
+/// platform whose manifest it is about (`None`: what `index.json` lists).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sbom {
     pub media_type: &'static str,
     pub data: Vec<u8>,
+    pub platform: Option<Platform>,
 }
 
 /// What was written.
@@ -305,6 +307,7 @@ pub fn write(request: &ImageRequest) -> Result<ImageReport, Error> {
         .map(|sbom| layout::Attachment {
             artifact_type: sbom.media_type,
             data: sbom.data.clone(),
+            about: sbom.platform.clone(),
             annotations: [(config::CREATED.to_owned(), created.clone())]
                 .into_iter()
                 .collect(),

@@ -170,3 +170,48 @@ fn an_index_as_the_base_gives_each_platform_its_own() {
         "{stderr}"
     );
 }
+
+/// Each platform's binary is asked for its own SBOMs; one built for another machine runs under
+/// qemu-user, and with none on the PATH the image is refused before anything runs, naming the
+/// program, the package and the flags that do without it.
+#[test]
+fn another_machines_binary_needs_qemu_user_for_its_sboms() {
+    let dir = tempfile::tempdir().unwrap();
+    let amd64 = write_binary(&dir.path().join("amd64/chartreg"), b"");
+    let mut elf = static_elf(b"");
+    elf[18..20].copy_from_slice(&183u16.to_le_bytes()); // e_machine: EM_AARCH64
+    let arm64 = dir.path().join("arm64/chartreg");
+    fs::create_dir_all(arm64.parent().unwrap()).unwrap();
+    fs::write(&arm64, elf).unwrap();
+    let empty = dir.path().join("bin");
+    fs::create_dir_all(&empty).unwrap();
+    let out = dir.path().join("oci");
+    let run = image_asking_sbom(&[
+        "--binary",
+        &format!("linux/amd64={}", s(&amd64)),
+        "--binary",
+        &format!("linux/arm64={}", s(&arm64)),
+        "--out",
+        s(&out),
+        "--tag",
+        "v1",
+        "--content-digest",
+        CONTENT,
+        "--no-listing",
+    ])
+    .env("PATH", &empty)
+    .output()
+    .unwrap();
+    assert!(!run.status.success());
+    let stderr = text(&run.stderr);
+    for words in [
+        "the linux/arm64 binary",
+        "neither qemu-aarch64-static nor qemu-aarch64 is on the PATH",
+        "qemu-user-static",
+        "--sbom FILE",
+        "--no-sbom",
+    ] {
+        assert!(stderr.contains(words), "{words}: {stderr}");
+    }
+    assert!(!out.exists(), "nothing was written");
+}
