@@ -10,7 +10,8 @@
 //! - Under qemu-user it serves: Helm 3 and 4 pull the chart byte-exact, skopeo copies the
 //!   two-platform sample image keeping every digest, the page answers, `chartreg verify` passes,
 //!   and SIGTERM stops it with status 0.
-//! - The image index: linux/amd64 and linux/arm64, pushed to CNCF distribution with skopeo;
+//! - The image index: linux/amd64 and linux/arm64, each with the SBOMs its own binary prints,
+//!   which list what trivy finds in it; pushed to CNCF distribution with skopeo;
 //!   containerd pulls it with `--platform linux/arm64` and gets the arm64 server (its ELF
 //!   header, read from what containerd stored), and with no platform the amd64 one; written
 //!   again into another folder, it has the same digest.
@@ -437,7 +438,8 @@ fn printed_sbom(arch: &str, format: &str) -> Vec<u8> {
 
 /// The index's SBOMs are each platform's own: every platform's manifest has an SPDX and a
 /// CycloneDX referrer whose bytes are what that platform's binary prints (the arm64 one asked
-/// under qemu-user), and none is about the index, which has no binary of its own.
+/// under qemu-user), and none is about the index, which has no binary of its own; trivy finds
+/// in each platform's image exactly the crates its SBOM lists.
 #[test]
 #[ignore = "make test-arm64 builds the image index of both platforms"]
 fn each_platform_carries_the_sboms_its_own_binary_prints() {
@@ -495,6 +497,18 @@ fn each_platform_carries_the_sboms_its_own_binary_prints() {
                 "the {arch} manifest's {format} SBOM is what the {arch} binary prints"
             );
             seen.push(format!("{arch} {format}"));
+            if format == "cyclonedx" {
+                let mut listed = libraries(&serde_json::from_slice(attached[0]).unwrap());
+                listed.insert((
+                    "chartreg-bin".to_owned(),
+                    env!("CARGO_PKG_VERSION").to_owned(),
+                ));
+                assert_eq!(
+                    trivy_finds(&layout, &tag, arch),
+                    listed,
+                    "trivy finds in the {arch} image the crates its SBOM lists (and the root)"
+                );
+            }
         }
     }
     assert_eq!(
@@ -506,4 +520,59 @@ fn each_platform_carries_the_sboms_its_own_binary_prints() {
             "arm64 cyclonedx"
         ]
     );
+}
+
+/// The (name, version) of every library a CycloneDX document lists.
+fn libraries(bom: &Value) -> std::collections::BTreeSet<(String, String)> {
+    bom["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "library")
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["version"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The crates trivy (`make tools` installs it) finds in the `arch` image of the index: what it
+/// reads from that platform's binary (cargo-auditable's `.dep-v0`), offline. trivy's
+/// `--platform` does not choose within a layout given as `--input` (it scans the first
+/// manifest whatever it is told), so skopeo copies that platform's image out first, as a
+/// registry pull by platform would.
+fn trivy_finds(
+    layout: &Path,
+    tag: &str,
+    arch: &str,
+) -> std::collections::BTreeSet<(String, String)> {
+    let trivy = common::tool("trivy").expect("trivy: make tools installs it");
+    let skopeo = Skopeo::new().expect("skopeo: make tools installs it");
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("oci");
+    skopeo.ok(&[
+        "copy",
+        "--override-arch",
+        arch,
+        &format!("oci:{}:{tag}", layout.to_str().unwrap()),
+        &format!("oci:{}:scan", single.to_str().unwrap()),
+    ]);
+    let out = Command::new(trivy)
+        .args(["image", "--quiet", "--offline-scan", "--skip-db-update"])
+        .args([
+            "--skip-java-db-update",
+            "--format",
+            "cyclonedx",
+            "--cache-dir",
+        ])
+        .arg(dir.path().join("cache"))
+        .arg("--input")
+        .arg(&single)
+        .env_remove("TRIVY_DB_REPOSITORY")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    libraries(&serde_json::from_slice(&out.stdout).unwrap())
 }
