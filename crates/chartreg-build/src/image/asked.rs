@@ -4,8 +4,8 @@
 //!
 //! - its content digest (`ls --content-digest`), unless `--content-digest` gives it;
 //! - the SBOMs of each platform's binary (`ls --sbom spdx`, `ls --sbom cyclonedx`): the
-//!   binary for this machine run as it is, another platform's under qemu-user
-//!   (`qemu-<arch>-static`, or `qemu-<arch>`, from PATH: the one program found through PATH,
+//!   binary for this machine run as it is, another platform's under qemu-user (module
+//!   `emulator`: `qemu-<arch>-static` or `qemu-<arch>`, the one program found through PATH,
 //!   given the binary as its argument), since each platform's binary carries the crates of its
 //!   own target; unless `--sbom FILE` gives them for the image (an SPDX 2.3 or a CycloneDX
 //!   1.x JSON document, each recognised by its head, each format once) or `--no-sbom` leaves
@@ -25,6 +25,7 @@ use chartreg_core::oci::media_type::{CYCLONEDX_JSON, SPDX_JSON};
 
 use super::Sbom;
 use super::binary::{self, Binary, host_platform};
+use super::emulator;
 use super::listing::{self, Listing};
 use crate::bounded::{Bounded, BoundedError, Limits};
 use chartreg_core::oci::layout::Platform;
@@ -62,16 +63,8 @@ pub enum AskError {
         what: &'static str,
         remedy: &'static str,
     },
-    #[error(
-        "the {platform} binary {} cannot run on this machine ({host}) to be asked for its SBOMs: neither {name}-static nor {name} is on the PATH (Debian: qemu-user-static): {SBOM_REMEDY}",
-        path.display()
-    )]
-    NoEmulator {
-        platform: String,
-        path: PathBuf,
-        host: String,
-        name: String,
-    },
+    #[error("{0}: to ask it for its SBOMs; else {SBOM_REMEDY}")]
+    NoEmulator(#[from] emulator::NoEmulator),
     #[error(transparent)]
     Binary(#[from] super::Error),
     #[error("{} {asked}: {source}: {remedy}", path.display())]
@@ -207,52 +200,6 @@ fn run(
         });
     }
     Ok((binary.path.clone(), output.stdout))
-}
-
-/// The qemu-user program that runs `binary` on this machine to be asked for its SBOMs: `None`
-/// when it is built for this machine (its ELF header), else `qemu-<arch>-static` or
-/// `qemu-<arch>` found on the PATH for the architecture it is built for. The binary is
-/// checked to be a static ELF executable either way.
-fn emulator_for(binary: &Binary) -> Result<Option<PathBuf>, AskError> {
-    let (machine, _) = binary::machine(binary)?;
-    let host = host_platform();
-    let arch = machine.unwrap_or(binary.platform.architecture.as_str());
-    if host.as_ref().is_some_and(|h| h.architecture == arch) {
-        return Ok(None);
-    }
-    let name = qemu_name(arch);
-    let static_name = format!("{name}-static");
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path).find_map(|dir| {
-            [&static_name, &name]
-                .into_iter()
-                .map(|n| dir.join(n))
-                .find(|p| p.is_absolute() && p.is_file())
-        })
-    });
-    match found {
-        Some(qemu) => Ok(Some(qemu)),
-        None => Err(AskError::NoEmulator {
-            platform: binary.platform.to_string(),
-            path: binary.path.clone(),
-            host: host.map_or_else(|| std::env::consts::ARCH.to_owned(), |h| h.to_string()),
-            name,
-        }),
-    }
-}
-
-/// qemu-user's program name for an architecture in the image spec's words (`qemu-aarch64`
-/// for arm64).
-fn qemu_name(architecture: &str) -> String {
-    let arch = match architecture {
-        "amd64" => "x86_64",
-        "arm64" => "aarch64",
-        "386" => "i386",
-        "ppc64le" => "ppc64le",
-        "loong64" => "loongarch64",
-        other => other,
-    };
-    format!("qemu-{arch}")
 }
 
 /// What the binary for this machine prints for `ls --content-digest`.
@@ -404,7 +351,11 @@ pub(super) fn sboms(
     // Every binary's runner first: a missing qemu-user fails before anything runs.
     let runners = binaries
         .iter()
-        .map(|binary| Ok((binary, emulator_for(binary)?)))
+        .map(|binary| {
+            let (built_for, _) = binary::machine(binary)?;
+            let architecture = built_for.unwrap_or(binary.platform.architecture.as_str());
+            Ok((binary, emulator::find(binary, architecture)?))
+        })
         .collect::<Result<Vec<_>, AskError>>()?;
     for (binary, emulator) in &runners {
         let platform = (binaries.len() > 1).then(|| binary.platform.clone());
@@ -462,19 +413,6 @@ fn sboms_of(
 mod tests {
     use super::*;
     use rstest::rstest;
-
-    #[rstest]
-    #[case("arm64", "qemu-aarch64")]
-    #[case("amd64", "qemu-x86_64")]
-    #[case("386", "qemu-i386")]
-    #[case("arm", "qemu-arm")]
-    #[case("ppc64le", "qemu-ppc64le")]
-    #[case("s390x", "qemu-s390x")]
-    #[case("riscv64", "qemu-riscv64")]
-    #[case("loong64", "qemu-loongarch64")]
-    fn qemu_names(#[case] architecture: &str, #[case] name: &str) {
-        assert_eq!(qemu_name(architecture), name);
-    }
 
     #[rstest]
     #[case(r#"{"spdxVersion":"SPDX-2.3"}"#, Ok(SPDX_JSON))]

@@ -41,6 +41,7 @@ pub mod base;
 pub mod binary;
 pub mod command;
 pub mod config;
+mod emulator;
 pub mod layer;
 pub mod layout;
 pub mod listing;
