@@ -90,6 +90,17 @@ image-containerfile: build
 builder-image: dist-host
 	scripts/make-builder-image.sh \
 		target/dist/chartreg-build-$(VERSION)-$(shell uname -m)-linux.tar.xz target/dist/builder-oci
+# The builder image that builds linux/arm64 servers as well (BUILDER_CROSS=arm64: Debian's
+# rustc-web, the aarch64 standard library and cross gcc in its root file system, and a warm
+# cache of both platforms), target/dist/builder-cross/oci; `make test-builder-cross` builds an
+# arm64 server in it, offline (crates/chartreg-build/tests/builder_image.rs). Not part of `make
+# test`: its warm-up is a cold aarch64 compile as well.
+.PHONY: builder-image-cross test-builder-cross
+builder-image-cross: tools-cross dist-host
+	BUILDER_CROSS=arm64 scripts/make-builder-image.sh \
+		target/dist/chartreg-build-$(VERSION)-$(shell uname -m)-linux.tar.xz target/dist/builder-cross/oci
+test-builder-cross: tools builder-image-cross
+	$(CARGO) test --release -p chartreg-build --test builder_image -- --ignored
 
 # linux/arm64 beside linux/amd64, from this amd64 machine: Debian's Rust (rustc-web) with the
 # aarch64 standard library, the aarch64 cross gcc and qemu-user (`make tools-cross`:

@@ -28,6 +28,15 @@
 #      the server is then compiled, and a team's `chartreg-build build` in the image recompiles
 #      only the small crate that embeds its content, and links. The sample and the binary are not
 #      kept. The cache is writable by every user (CI jobs may run as any uid).
+#
+# With BUILDER_CROSS=arm64 (on an x86_64 machine; `make builder-image-cross`) the image also
+# builds linux/arm64 servers, offline: layer 1 adds Debian's own Rust (rustc-web, /usr/bin/rustc,
+# from bookworm-security) with the aarch64 standard library (libstd-rust-web-dev:arm64), the
+# aarch64 cross gcc and static C library, since the copied toolchain of layer 2 has the host's
+# standard library only (`chartreg-build build --platform linux/arm64` takes Debian's rustc by
+# itself then); the warm-up also compiles the sample's arm64 server, which must be an aarch64
+# executable and, run under this machine's qemu-aarch64-static, list the sample chart; the cache
+# keeps both platforms' dependencies.
 # The image: Env PATH (the toolchain first) and CHARTREG_CACHE, WorkingDir /work, Cmd bash,
 # labels org.opencontainers.image.{title,version,licenses,created,description} and the kit and
 # Rust versions it carries. Made with umoci (no engine, no daemon); layers gzip'd; times from
@@ -95,10 +104,28 @@ PACKAGES=(
 )
 # Not git (with perl, 90 MB): CI systems check the repository out with their own helpers
 # (GitLab's runner helper, actions/checkout's REST download, Jenkins on its agent).
+CROSS=${BUILDER_CROSS:-}
+ARCHITECTURES=()
+case "$CROSS" in
+    '') ;;
+    arm64)
+        [[ "$ARCH" == x86_64 ]] || die "BUILDER_CROSS=arm64 is for an x86_64 machine's builder image"
+        command -v qemu-aarch64-static >/dev/null 2>&1 ||
+            die "qemu-aarch64-static is missing (make tools-cross installs it): the arm64 warm-up runs under it"
+        PACKAGES+=(
+            rustc-web                  # /usr/bin/rustc (1.96), whose sysroot holds the aarch64 library below
+            libstd-rust-web-dev:arm64  # the aarch64 standard library, which the copied toolchain lacks
+            gcc-aarch64-linux-gnu      # the aarch64 linker and C compiler (ring, the server's link)
+            libc6-dev-arm64-cross      # the aarch64 libc.a: arm64 servers are linked statically too
+        )
+        ARCHITECTURES=(--architectures=amd64,arm64)
+        ;;
+    *) die "BUILDER_CROSS=$CROSS: only arm64 (beside this machine's amd64) is built" ;;
+esac
 SUITE=bookworm
 MIRROR=http://deb.debian.org/debian
 MMDEBSTRAP=(
-    --variant=minbase --mode=root --format=tar
+    --variant=minbase --mode=root --format=tar ${ARCHITECTURES[@]+"${ARCHITECTURES[@]}"}
     "--include=$(IFS=,; printf '%s' "${PACKAGES[*]}")"
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright'
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*'
@@ -217,6 +244,19 @@ in_root /tmp/warm/chartreg ls | grep 'charts/hello' >/dev/null ||
     die "the server built in the image's root file system does not hold the sample chart"
 TARGET_DIR=$CACHE/build-$KIT_ID/$HOST/release
 [[ -d "$TARGET_DIR" ]] || die "the warm-up build left no $TARGET_DIR"
+if [[ "$CROSS" == arm64 ]]; then
+    in_root CARGO_HOME=/tmp/cargo-home chartreg-build build --config /tmp/warm/content.yaml \
+        --platform linux/arm64 --out /tmp/warm/chartreg.arm64 >&2 ||
+        die "the arm64 warm-up build failed in the image's root file system"
+    # EM_AARCH64 (183) at e_machine, and no interpreter: a static aarch64 executable.
+    [[ "$(od -An -tu2 -j18 -N2 "$R/tmp/warm/chartreg.arm64" | tr -d ' ')" == 183 ]] ||
+        die "the arm64 warm-up build is no aarch64 executable"
+    qemu-aarch64-static "$R/tmp/warm/chartreg.arm64" ls | grep 'charts/hello' >/dev/null ||
+        die "the arm64 server built in the image's root file system does not list the sample chart under qemu-aarch64-static"
+    ARM64_DIR=$CACHE/build-$KIT_ID/aarch64-unknown-linux-gnu/release
+    [[ -d "$ARM64_DIR" ]] || die "the arm64 warm-up build left no $ARM64_DIR"
+    rm -f "$ARM64_DIR/chartreg" "$ARM64_DIR"/deps/chartreg-????????????????
+fi
 WARM=$(size "$CACHE")
 # The binary is what the next build replaces (its content differs); the dependencies stay.
 rm -f "$TARGET_DIR/chartreg" "$TARGET_DIR"/deps/chartreg-????????????????
@@ -260,7 +300,7 @@ umoci config --image "$LAYOUT:$TAG" --no-history --created "$CREATED" \
     --config.label "org.opencontainers.image.version=$VERSION" \
     --config.label "org.opencontainers.image.licenses=$LICENSE" \
     --config.label "org.opencontainers.image.created=$CREATED" \
-    --config.label "org.opencontainers.image.description=chartreg-build $VERSION, Rust $RUST_RELEASE, gcc and a warm build cache: builds chartreg servers offline" \
+    --config.label "org.opencontainers.image.description=chartreg-build $VERSION, Rust $RUST_RELEASE, gcc and a warm build cache: builds chartreg servers offline${CROSS:+, for linux/amd64 and linux/$CROSS}" \
     --config.label "io.chartreg.kit.id=$KIT_ID" \
     --config.label "io.chartreg.rust.version=$RUST_RELEASE"
 umoci gc --layout "$LAYOUT"

@@ -394,3 +394,80 @@ fn warm_cache_was_compiled_from_the_kit(rootfs: &Path) {
         );
     }
 }
+
+/// The builder image `make builder-image-cross` writes (`target/dist/builder-cross/oci`:
+/// make-builder-image.sh with `BUILDER_CROSS=arm64`) builds linux/arm64 servers too, offline,
+/// from its warm cache: in its root file system, run as a container runs it, `build --platform
+/// linux/arm64` of a new content repository compiles only the crate that embeds the content
+/// (Debian's rustc, the aarch64 standard library and cross gcc it carries, and the arm64
+/// dependencies its warm-up compiled), and the server it writes is a static aarch64 executable
+/// that lists the chart under qemu-user. Run by `make test-builder-cross`, not by `make test`.
+#[test]
+#[ignore = "make test-builder-cross writes the builder image that builds linux/arm64 too"]
+fn the_cross_builder_image_builds_an_arm64_server_offline_from_its_warm_cache() {
+    let layout = root().join("target/dist/builder-cross/oci");
+    assert!(
+        layout.join("index.json").is_file(),
+        "{}: `make builder-image-cross` writes it",
+        layout.display()
+    );
+    let unshare = tool("unshare").expect("unshare (util-linux)");
+    let qemu = tool("qemu-aarch64-static").expect("qemu-aarch64-static: make tools-cross");
+    assert!(is_root(), "the image is run with chroot in namespaces: run as root");
+    let image = Image::open(&layout);
+    let labels = &image.config["config"]["Labels"];
+    assert!(
+        labels["org.opencontainers.image.description"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("for linux/amd64 and linux/arm64"),
+        "{labels}"
+    );
+    let rootfs = tempfile::tempdir().unwrap();
+    image.unpack(rootfs.path());
+    let container = Container {
+        root: rootfs.path(),
+        unshare: &unshare,
+        env: image.env(),
+    };
+    let out = container.run(&["chartreg-build", "init", "/work/team"]);
+    assert!(out.status.success(), "init: {}", describe(&out));
+    chart_folder(&rootfs.path().join("work/team/charts"), "api", "0.3.0");
+    let out = container.run(&[
+        "chartreg-build",
+        "build",
+        "--config",
+        "/work/team/content.yaml",
+        "--platform",
+        "linux/arm64",
+        "--out",
+        "/work/team/chartreg.arm64",
+    ]);
+    assert!(out.status.success(), "build: {}", describe(&out));
+    assert_eq!(
+        compiled(&out),
+        ["chartreg-bin"],
+        "the warm cache leaves only the crate that embeds the content to compile"
+    );
+    let server = rootfs.path().join("work/team/chartreg.arm64");
+    let bytes = fs::read(&server).unwrap();
+    assert_eq!(
+        u16::from_le_bytes([bytes[18], bytes[19]]),
+        183,
+        "EM_AARCH64: an arm64 server"
+    );
+    let out = Command::new(&qemu)
+        .arg(&server)
+        .args(["ls", "--json"])
+        .output()
+        .expect("qemu-aarch64-static runs");
+    assert!(out.status.success(), "ls: {}", describe(&out));
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("ls --json prints JSON");
+    assert!(
+        rows.as_array()
+            .expect("rows")
+            .iter()
+            .any(|r| r["repository"] == "charts/api" && r["tag"] == "0.3.0"),
+        "{rows}"
+    );
+}
