@@ -413,7 +413,10 @@ fn the_cross_builder_image_builds_an_arm64_server_offline_from_its_warm_cache() 
     );
     let unshare = tool("unshare").expect("unshare (util-linux)");
     let qemu = tool("qemu-aarch64-static").expect("qemu-aarch64-static: make tools-cross");
-    assert!(is_root(), "the image is run with chroot in namespaces: run as root");
+    assert!(
+        is_root(),
+        "the image is run with chroot in namespaces: run as root"
+    );
     let image = Image::open(&layout);
     let labels = &image.config["config"]["Labels"];
     assert!(
