@@ -140,10 +140,10 @@ fn the_content_digest_needs_a_binary_that_runs_here() {
     assert!(!out.exists());
 }
 
-/// The SBOMs come from `--sbom FILE` (SPDX or CycloneDX, each once) or the host's binary
-/// (`ls --sbom spdx`, `ls --sbom cyclonedx`), or are left out with `--no-sbom`: no binary for
-/// this machine, one that prints no SPDX 2.3 document, a file that is neither format, or two
-/// of one format, is refused by name, and nothing is written.
+/// The SBOMs come from `--sbom FILE` (SPDX or CycloneDX, each once) or each binary (`ls --sbom
+/// spdx`, `ls --sbom cyclonedx`), or are left out with `--no-sbom`: a binary that prints no
+/// SPDX 2.3 document, a file that is neither format, or two of one format, is refused by name,
+/// and nothing is written.
 #[test]
 fn the_sbom_is_a_file_or_what_a_binary_here_prints() {
     if !runs_here() {
@@ -162,11 +162,13 @@ fn the_sbom_is_a_file_or_what_a_binary_here_prints() {
         }
         assert!(!out.exists(), "{args:?}");
     };
+    // A binary is asked as its ELF header says it runs: this machine's, given for arm64, is
+    // run here (another machine's needs qemu-user: platforms.rs).
     let arm = format!("linux/arm64={}", s(&bin));
     refused(
         &["--binary", &arm],
         &[
-            "no binary is for this machine (linux/amd64) to ask for its SBOM",
+            "printed no SPDX 2.3 JSON document for ls --sbom spdx",
             "pass --sbom FILE",
             "--no-sbom",
         ],
