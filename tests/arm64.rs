@@ -498,7 +498,8 @@ fn each_platform_carries_the_sboms_its_own_binary_prints() {
             );
             seen.push(format!("{arch} {format}"));
             if format == "cyclonedx" {
-                let mut listed = libraries(&serde_json::from_slice(attached[0]).unwrap());
+                let mut listed =
+                    common::cyclonedx_libraries(&serde_json::from_slice(attached[0]).unwrap());
                 listed.insert((
                     "chartreg-bin".to_owned(),
                     env!("CARGO_PKG_VERSION").to_owned(),
@@ -522,22 +523,6 @@ fn each_platform_carries_the_sboms_its_own_binary_prints() {
     );
 }
 
-/// The (name, version) of every library a CycloneDX document lists.
-fn libraries(bom: &Value) -> std::collections::BTreeSet<(String, String)> {
-    bom["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["type"] == "library")
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().to_owned(),
-                c["version"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 /// The crates trivy (`make tools` installs it) finds in the `arch` image of the index: what it
 /// reads from that platform's binary (cargo-auditable's `.dep-v0`), offline. trivy's
 /// `--platform` does not choose within a layout given as `--input` (it scans the first
@@ -559,20 +544,11 @@ fn trivy_finds(
         &format!("oci:{}:{tag}", layout.to_str().unwrap()),
         &format!("oci:{}:scan", single.to_str().unwrap()),
     ]);
-    let out = Command::new(trivy)
-        .args(["image", "--quiet", "--offline-scan", "--skip-db-update"])
-        .args([
-            "--skip-java-db-update",
-            "--format",
-            "cyclonedx",
-            "--cache-dir",
-        ])
-        .arg(dir.path().join("cache"))
-        .arg("--input")
+    let out = common::trivy_offline(&trivy, &dir.path().join("cache"), "image")
+        .args(["--format", "cyclonedx", "--input"])
         .arg(&single)
-        .env_remove("TRIVY_DB_REPOSITORY")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", common::describe(&out));
-    libraries(&serde_json::from_slice(&out.stdout).unwrap())
+    common::cyclonedx_libraries(&serde_json::from_slice(&out.stdout).unwrap())
 }

@@ -43,6 +43,42 @@ pub fn tool(name: &str) -> Option<PathBuf> {
     found
 }
 
+/// `trivy COMMAND` offline (trivy from [`tool`]), its cache in `cache`: no vulnerability or
+/// Java database update, and no database repository taken from the environment.
+pub fn trivy_offline(trivy: &Path, cache: &Path, command: &str) -> Command {
+    let mut trivy = Command::new(trivy);
+    trivy
+        .arg(command)
+        .arg("--quiet")
+        .arg("--cache-dir")
+        .arg(cache)
+        .args([
+            "--offline-scan",
+            "--skip-db-update",
+            "--skip-java-db-update",
+        ])
+        .env_remove("TRIVY_DB_REPOSITORY");
+    trivy
+}
+
+/// The (name, version) of every library a CycloneDX document lists.
+pub fn cyclonedx_libraries(
+    bom: &serde_json::Value,
+) -> std::collections::BTreeSet<(String, String)> {
+    bom["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "library")
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["version"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// Whether SPDX's own validator (`pyspdxtools -i`, spdx-tools) takes `document` as a valid
 /// SPDX 2.3 document; `None` when it is missing (under `CI=true` the test fails). Its output
 /// names every problem.

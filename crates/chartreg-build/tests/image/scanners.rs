@@ -40,17 +40,6 @@ fn sbom_crates(bom: &Value) -> (Crates, BTreeMap<String, BTreeSet<String>>) {
     (crates, graph)
 }
 
-/// trivy with its cache in `cache`, offline, never updating anything.
-fn trivy(trivy: &Path, cache: &Path, command: &str) -> Command {
-    let mut trivy = Command::new(trivy);
-    trivy
-        .arg(command)
-        .args(["--quiet", "--cache-dir", s(cache), "--offline-scan"])
-        .args(["--skip-db-update", "--skip-java-db-update"])
-        .env_remove("TRIVY_DB_REPOSITORY");
-    trivy
-}
-
 /// An empty vulnerability database (bbolt, schema 2) for `trivy sbom`, in `cache`: two meta
 /// pages, an empty freelist and an empty root bucket, as bbolt writes a new file.
 fn empty_trivy_db(cache: &Path) {
@@ -166,22 +155,11 @@ fn trivy_finds_in_the_image_every_crate_the_sbom_lists_and_reads_the_sboms() {
         "--out",
         s(&layout),
     ]));
-    let scanned = ok(trivy(&trivy_bin, &cache, "image")
+    let scanned = ok(common::trivy_offline(&trivy_bin, &cache, "image")
         .args(["--format", "cyclonedx", "--input"])
         .arg(&layout));
     let scanned = json(scanned.as_bytes());
-    let found: Crates = scanned["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["type"] == "library")
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().into(),
-                c["version"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let found: Crates = common::cyclonedx_libraries(&scanned);
     let mut expected = crates.clone();
     expected.insert(("chartreg-bin".to_owned(), VERSION.to_owned()));
     assert_eq!(
@@ -220,7 +198,7 @@ fn trivy_finds_in_the_image_every_crate_the_sbom_lists_and_reads_the_sboms() {
     // workspace has no purl: nothing outside the build names it).
     empty_trivy_db(&cache);
     let read_by_trivy = |sbom: &Path| -> Crates {
-        let read = ok(trivy(&trivy_bin, &cache, "sbom")
+        let read = ok(common::trivy_offline(&trivy_bin, &cache, "sbom")
             .args(["--format", "json", "--list-all-pkgs"])
             .arg(sbom));
         let read = json(read.as_bytes());
